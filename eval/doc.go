@@ -1,0 +1,6 @@
+// Package eval analyses policies on the world graphs of package tasks: exact
+// Markov-chain analysis of bigram policies (hitting times H_f, visit counts
+// d_x(s), hitting-time values h_x(s), the policy-gradient weights of Lemma
+// 'policygrad', a_j..d_j per branch and depth), the paper's closed forms, and
+// Monte Carlo rollouts. It needs transition probabilities, not gorgonia.
+package eval

@@ -1,0 +1,164 @@
+package eval
+
+import (
+	"fmt"
+
+	"github.com/rlvr-backtrack/backtrack/tasks"
+)
+
+// Policies that can be built directly from probabilities, by name.
+var PolicyNames = []string{"pretrained", "sft-limit", "rlvr-limit"}
+
+// Named builds one of PolicyNames on graph g.
+func Named(g *tasks.Graph, name string) ([]float64, error) {
+	switch name {
+	case "pretrained":
+		return Pretrained(g), nil
+	case "sft-limit":
+		return SFTLimit(g), nil
+	case "rlvr-limit":
+		return RLVRLimit(g), nil
+	}
+	return nil, fmt.Errorf("eval: policy %q: want pretrained, sft-limit or rlvr-limit", name)
+}
+
+// Pretrained is the uniform world model: every valid next state equally
+// likely (Section 3.2, Assumption 'exact_pretrain').
+func Pretrained(g *tasks.Graph) []float64 {
+	p := make([]float64, len(g.Next))
+	for s := range g.States {
+		lo, hi := g.Offsets[s], g.Offsets[s+1]
+		for i := lo; i < hi; i++ {
+			p[i] = 1 / float64(hi-lo)
+		}
+	}
+	return p
+}
+
+// ABCDFunc gives the desired-transition probabilities of depth j on branch i.
+type ABCDFunc func(branch, depth int) (a, b, c, d float64)
+
+// FromABCD builds the policy with the given per-depth probabilities of the
+// desired transitions (Section 4.1): the desired mass is split equally over
+// the desired next states, the rest equally over the others. The source and
+// fork-incoming rows are uniform; the leaf bounces.
+func FromABCD(g *tasks.Graph, f ABCDFunc) []float64 {
+	p := Pretrained(g)
+	for s, st := range g.States {
+		var want float64
+		switch st.Class {
+		case tasks.RPlus:
+			want, _, _, _ = f(st.Branch, st.Depth)
+		case tasks.RMinus:
+			_, want, _, _ = f(st.Branch, st.Depth)
+		case tasks.LPlus:
+			_, _, want, _ = f(st.Branch, st.Depth)
+		case tasks.LMinus:
+			_, _, _, want = f(st.Branch, st.Depth)
+		default:
+			continue
+		}
+		setDesired(g, p, s, want)
+	}
+	return p
+}
+
+// setDesired puts total mass want on the desired next states of s.
+func setDesired(g *tasks.Graph, p []float64, s int, want float64) {
+	desired := g.Desired(s)
+	row := g.Row(s)
+	nd, nu := float64(len(desired)), float64(len(row)-len(desired))
+	for i, a := range row {
+		if contains(desired, a) {
+			p[g.Offsets[s]+i] = want / nd
+		} else {
+			p[g.Offsets[s]+i] = (1 - want) / nu
+		}
+	}
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// SFTLimit is the limit of SFT on golden paths (Theorem 2): forward states
+// go forward surely (a_j = c_j = 1) while backward states keep their
+// pretrained rows (b_j = L/(L+1), d_j = 1/(L+1) with L the diamond's
+// multiedges).
+func SFTLimit(g *tasks.Graph) []float64 {
+	p := Pretrained(g)
+	for s, st := range g.States {
+		if st.Class == tasks.RPlus || st.Class == tasks.LPlus {
+			setDesired(g, p, s, 1)
+		}
+	}
+	return p
+}
+
+// RLVRLimit is the converged RLVR policy (Theorem 3): a_j = b_j = c_j = d_j = 1.
+func RLVRLimit(g *tasks.Graph) []float64 {
+	return FromABCD(g, func(int, int) (float64, float64, float64, float64) { return 1, 1, 1, 1 })
+}
+
+// ABCD holds the desired-transition probabilities of one depth of one
+// branch. For multiedge states (R_j^+, L_j^-) it is the mean over the
+// diamond's multiedges.
+type ABCD struct {
+	Branch int     `json:"branch"`
+	Depth  int     `json:"depth"`
+	A      float64 `json:"a"`
+	B      float64 `json:"b"`
+	C      float64 `json:"c"`
+	D      float64 `json:"d"`
+}
+
+// ABCDTable reads a_j, b_j, c_j, d_j per branch and depth from a policy.
+func ABCDTable(g *tasks.Graph, probs []float64) []ABCD {
+	var out []ABCD
+	for i, b := range g.Branches {
+		rows := make([]ABCD, b.Depth())
+		counts := make([][4]int, b.Depth())
+		for j := range rows {
+			rows[j].Branch, rows[j].Depth = i+1, j+1
+		}
+		lo, hi := b.Start[0], b.LeafIn()+2
+		for s := lo; s < hi; s++ {
+			st := g.States[s]
+			var k int
+			switch st.Class {
+			case tasks.RPlus:
+				k = 0
+			case tasks.RMinus:
+				k = 1
+			case tasks.LPlus:
+				k = 2
+			case tasks.LMinus:
+				k = 3
+			default:
+				continue
+			}
+			mass := 0.0
+			for n, a := range g.Row(s) {
+				if contains(g.Desired(s), a) {
+					mass += probs[g.Offsets[s]+n]
+				}
+			}
+			r := &rows[st.Depth-1]
+			*[4]*float64{&r.A, &r.B, &r.C, &r.D}[k] += mass
+			counts[st.Depth-1][k]++
+		}
+		for j := range rows {
+			r := &rows[j]
+			for k, f := range [4]*float64{&r.A, &r.B, &r.C, &r.D} {
+				*f /= float64(counts[j][k])
+			}
+		}
+		out = append(out, rows...)
+	}
+	return out
+}
