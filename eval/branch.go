@@ -1,9 +1,6 @@
 package eval
 
 import (
-	"gonum.org/v1/gonum/blas"
-	lapack "gonum.org/v1/gonum/lapack/gonum"
-
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -27,32 +24,49 @@ const (
 )
 
 // blocks reads the probability blocks of a branch from the policy table.
+// The CSR row of a forward state f_g[i] lists b_g then f_{g+1}; the row of a
+// backward state b_g[i] lists b_{g-1} then f_g (ascending ids), so
+//
+//	f row: [ P^{fb}_g (m_g) | P^{ff}_g (m_{g+1}) ]
+//	b row: [ P^{bb}_g (m_{g-1}) | P^{bf}_g (m_g) ]
 type blocks struct {
 	b       tasks.Branch
 	probs   []float64
 	offsets []int
 }
 
-// pfb is P(f_g[i] -> b_g[j]), pff is P(f_g[i] -> f_{g+1}[j]),
-// pbb is P(b_g[i] -> b_{g-1}[j]), pbf is P(b_g[i] -> f_g[j]) (rows of the
-// CSR list b_{g-1} or b_g first, then the next forward group: ascending ids).
-func (k blocks) pfb(g, i, j int) float64 { return k.probs[k.offsets[k.b.Fwd(g, i)]+j] }
-func (k blocks) pff(g, i, j int) float64 {
-	return k.probs[k.offsets[k.b.Fwd(g, i)]+k.b.M(g)+j]
+// fRows and bRows fill dst with the CSR rows of the forward and backward
+// states of group g.
+func (k blocks) fRows(g int, dst [][]float64) [][]float64 {
+	dst = dst[:0]
+	for i := range k.b.M(g) {
+		s := k.b.Fwd(g, i)
+		dst = append(dst, k.probs[k.offsets[s]:k.offsets[s+1]])
+	}
+	return dst
 }
-func (k blocks) pbb(g, i, j int) float64 { return k.probs[k.offsets[k.b.Bwd(g, i)]+j] }
-func (k blocks) pbf(g, i, j int) float64 {
-	return k.probs[k.offsets[k.b.Bwd(g, i)]+k.b.M(g-1)+j]
+
+func (k blocks) bRows(g int, dst [][]float64) [][]float64 {
+	dst = dst[:0]
+	for i := range k.b.M(g) {
+		s := k.b.Bwd(g, i)
+		dst = append(dst, k.probs[k.offsets[s]:k.offsets[s+1]])
+	}
+	return dst
 }
 
 // scratch holds the per-group elimination factors of one branch solve.
 type scratch struct {
-	y, v   [][]float64 // per group: Y (2m x R), V (2m x m_prev), row-major
-	x, s   []float64   // m x m work matrices
-	rhs    []float64
-	tmp    []float64
-	ipiv   []int
-	lapack lapack.Implementation
+	y, v [][]float64 // per group: Y (2m x R), V (2m x m_prev), row-major
+	// def[g][i] is the probability that the walk from f_g[i] is absorbed at
+	// the target before it comes back to b_g (0 off the target branch): the
+	// row deficit of X, carried additively for the GTH elimination.
+	def     [][]float64
+	x, s    []float64 // m x m work matrices
+	deficit []float64
+	rhs     []float64
+	// Row views of the current group's and its neighbours' states.
+	fr, br, nr [][]float64
 }
 
 func grow(buf []float64, n int) []float64 {
@@ -70,36 +84,19 @@ func (w *scratch) ensure(groups, maxM int) {
 	if len(w.y) < groups {
 		w.y = append(w.y, make([][]float64, groups-len(w.y))...)
 		w.v = append(w.v, make([][]float64, groups-len(w.v))...)
+		w.def = append(w.def, make([][]float64, groups-len(w.def))...)
 	}
 	w.x = grow(w.x, maxM*maxM)
 	w.s = grow(w.s, maxM*maxM)
-	if cap(w.ipiv) < maxM {
-		w.ipiv = make([]int, maxM)
-	}
-}
-
-// solve overwrites rhs (m x nrhs) with S^{-1} rhs, S (m x m) in w.s.
-func (w *scratch) solve(m, nrhs int, rhs []float64) bool {
-	if m == 1 {
-		if w.s[0] == 0 {
-			return false
-		}
-		for j := 0; j < nrhs; j++ {
-			rhs[j] /= w.s[0]
-		}
-		return true
-	}
-	if !w.lapack.Dgetrf(m, m, w.s, m, w.ipiv[:m]) {
-		return false
-	}
-	w.lapack.Dgetrs(blas.NoTrans, m, nrhs, w.s, m, w.ipiv[:m], rhs, nrhs)
-	return true
+	w.deficit = grow(w.deficit, maxM)
 }
 
 // values solves x = c + Q x on branch b for the three right-hand sides and
 // writes them at the branch's global state ids in out[col]. With target
-// false only colTime is solved (the walk returns to the fork surely).
-func (w *scratch) values(k blocks, target bool, out *[numCols][]float64) bool {
+// false only colTime is solved (the walk returns to the fork surely). With
+// target true it also writes, at the ids of the forward states, the
+// deficits that visits needs (defOut).
+func (w *scratch) values(k blocks, target bool, out *[numCols][]float64, defOut []float64) bool {
 	b := k.b
 	G := b.Groups()
 	R := 1
@@ -115,35 +112,34 @@ func (w *scratch) values(k blocks, target bool, out *[numCols][]float64) bool {
 		}
 		y := grow(w.y[g], 2*m*R)
 		v := grow(w.v[g], 2*m*mp)
+		def := grow(w.def[g], m)
+		w.y[g], w.v[g], w.def[g] = y, v, def
 		yf, yb := y[:m*R], y[m*R:]
 		vf, vb := v[:m*mp], v[m*mp:]
-		x := w.x[:m*m]
-		for i := range x {
-			x[i] = 0
-		}
+		x := grow(w.x, m*m)
 		// r^f = c^f + P^{ff} Y^f_{g+1};  X = P^{fb} + P^{ff} V^f_{g+1}.
-		leafAbsorbs := target && g == G-1
-		for i := 0; i < m; i++ {
-			if leafAbsorbs {
-				yf[i*R+colSuccess] = 1
+		w.fr = k.fRows(g, w.fr)
+		for i, row := range w.fr {
+			if target && g == G-1 { // the target leaf absorbs
+				yf[i*R+colSuccess], def[i] = 1, 1
 				continue
 			}
 			yf[i*R+colTime] = 1
-			for j := 0; j < m; j++ {
-				x[i*m+j] = k.pfb(g, i, j)
-			}
+			copy(x[i*m:(i+1)*m], row[:m])
 			if g == G-1 {
 				continue
 			}
 			mn := b.M(g + 1)
 			ynf, vnf := w.y[g+1][:mn*R], w.v[g+1][:mn*m]
-			for l := 0; l < mn; l++ {
-				p := k.pff(g, i, l) // (m x mn) x (mn x R) and (mn x m)
-				for c := 0; c < R; c++ {
+			for l, p := range row[m : m+mn] { // (m x mn) x (mn x R) and (mn x m)
+				for c := range R {
 					yf[i*R+c] += p * ynf[l*R+c]
 				}
-				for j := 0; j < m; j++ {
+				for j := range m {
 					x[i*m+j] += p * vnf[l*m+j]
+				}
+				if target {
+					def[i] += p * ynf[l*R+colSuccess]
 				}
 			}
 		}
@@ -152,71 +148,76 @@ func (w *scratch) values(k blocks, target bool, out *[numCols][]float64) bool {
 			if target {
 				yb[colReturn] = 1
 				yf[colReturn] += x[0]
+				copy(defOut[b.Fwd(g, 0):], def)
 			}
-			w.y[g], w.v[g] = y, v
 			continue
 		}
-		// (I - P^{bf} X) b_g = c^b + P^{bf} r^f + P^{bb} b_{g-1}.
-		s := w.s[:m*m]
-		rhs := grow(w.rhs, m*(R+mp))
-		w.rhs = rhs
+		// (I - P^{bf} X) b_g = c^b + P^{bf} r^f + P^{bb} b_{g-1}. The row
+		// sums of S = I - P^{bf} X are P^{bb} 1 + P^{bf} def (GTH).
 		nr := R + mp
-		for i := 0; i < m; i++ {
+		s := grow(w.s, m*m)
+		deficit := grow(w.deficit, m)
+		rhs := grow(w.rhs, m*nr)
+		w.rhs = rhs
+		w.br = k.bRows(g, w.br)
+		for i, row := range w.br {
 			rhs[i*nr+colTime] = 1
-			for j := 0; j < m; j++ {
-				p := k.pbf(g, i, j)
-				s[i*m+j] = 0
-				for c := 0; c < R; c++ {
-					rhs[i*nr+c] += p * yf[j*R+c]
+			for l, p := range row[mp : mp+m] { // P^{bf}: (m x m)
+				for c := range R {
+					rhs[i*nr+c] += p * yf[l*R+c]
 				}
-			}
-			for j := 0; j < m; j++ {
-				acc := 0.0
-				for l := 0; l < m; l++ {
-					acc += k.pbf(g, i, l) * x[l*m+j]
+				for j := range m {
+					s[i*m+j] -= p * x[l*m+j]
 				}
-				s[i*m+j] = -acc
+				deficit[i] += p * def[l]
 			}
-			s[i*m+i]++
-			for j := 0; j < mp; j++ {
-				rhs[i*nr+R+j] = k.pbb(g, i, j)
+			for j, p := range row[:mp] { // P^{bb}: (m x mp)
+				rhs[i*nr+R+j] = p
+				deficit[i] += p
 			}
 		}
-		if !w.solve(m, nr, rhs) {
+		if !gthFactor(s, deficit, m) {
 			return false
 		}
-		for i := 0; i < m; i++ {
+		gthSolve(s, m, rhs, nr)
+		if target {
+			copy(defOut[b.Fwd(g, 0):], def)
+		}
+		for i := range m {
 			copy(yb[i*R:(i+1)*R], rhs[i*nr:i*nr+R])
 			copy(vb[i*mp:(i+1)*mp], rhs[i*nr+R:(i+1)*nr])
 		}
 		// Y^f = r^f + X Y^b; V^f = X V^b.
-		for i := 0; i < m; i++ {
-			for l := 0; l < m; l++ {
+		for i := range m {
+			for l := range m {
 				xl := x[i*m+l]
-				for c := 0; c < R; c++ {
+				for c := range R {
 					yf[i*R+c] += xl * yb[l*R+c]
 				}
-				for j := 0; j < mp; j++ {
+				for j := range mp {
 					vf[i*mp+j] += xl * vb[l*mp+j]
 				}
 			}
 		}
-		w.y[g], w.v[g] = y, v
 	}
 	// Root to leaf: z_g = Y_g + V_g b_{g-1}.
-	for g := 0; g < G; g++ {
+	for g := range G {
 		m := b.M(g)
 		y, v := w.y[g], w.v[g]
 		mp := 0
 		if g > 0 {
 			mp = b.M(g - 1)
 		}
-		for r := 0; r < 2*m; r++ {
+		prev := 0 // first id of b_{g-1}: its states are contiguous
+		if g > 0 {
+			prev = b.Bwd(g-1, 0)
+		}
+		for r := range 2 * m {
 			id := b.Start[g] + r // forward rows then backward rows, as the ids
-			for c := 0; c < R; c++ {
+			for c := range R {
 				val := y[r*R+c]
-				for j := 0; j < mp; j++ {
-					val += v[r*mp+j] * out[c][b.Bwd(g-1, j)]
+				for j := range mp {
+					val += v[r*mp+j] * out[c][prev+j]
 				}
 				out[c][id] = val
 			}

@@ -5,12 +5,14 @@ package eval
 // excursion that starts at the entry state f -> u_{1,l} and ends at the
 // fork-incoming state or (target true) the target leaf. The absorbing
 // states are counted once when reached, so nu(fork-incoming) is the return
-// probability and nu(leaf-incoming) the success probability.
+// probability and nu(leaf-incoming) the success probability. On the target
+// branch def holds, at the forward states' ids, the deficits written by
+// values; off it def is nil.
 //
 // It mirrors values: here group g+1 depends on group g only through the
 // flow out of f_g, so nu_{g+1} = Y'_{g+1} + V'_{g+1} nu^f_g, eliminated from
 // the leaf with one m_g x m_g solve per group, then substituted from the root.
-func (w *scratch) visits(k blocks, target bool, out []float64) bool {
+func (w *scratch) visits(k blocks, target bool, def, out []float64) bool {
 	b := k.b
 	G := b.Groups()
 	w.ensure(G, maxMulti(b))
@@ -22,31 +24,30 @@ func (w *scratch) visits(k blocks, target bool, out []float64) bool {
 		}
 		y := grow(w.y[g], 2*m)
 		v := grow(w.v[g], 2*m*mp)
+		w.y[g], w.v[g] = y, v
 		yf, yb := y[:m], y[m:]
 		vf, vb := v[:m*mp], v[m*mp:]
 		// nu^b_g = r' + X' nu^f_g: flow into b_g from f_g (P^{fb})^T and
 		// from b_{g+1} (P^{bb}_{g+1})^T.
-		x := w.x[:m*m]
-		for i := range x {
-			x[i] = 0
-		}
-		leafAbsorbs := target && g == G-1
-		for i := 0; i < m; i++ {
-			if !leafAbsorbs {
-				for j := 0; j < m; j++ {
-					x[i*m+j] = k.pfb(g, j, i)
+		x := grow(w.x, m*m)
+		if !(target && g == G-1) { // the target leaf emits nothing
+			w.fr = k.fRows(g, w.fr)
+			for j, row := range w.fr {
+				for i, p := range row[:m] {
+					x[i*m+j] = p
 				}
 			}
-			if g == G-1 {
-				continue
-			}
+		}
+		if g < G-1 {
 			mn := b.M(g + 1)
 			ynb, vnb := w.y[g+1][mn:], w.v[g+1][mn*m:]
-			for l := 0; l < mn; l++ {
-				p := k.pbb(g+1, l, i)
-				yb[i] += p * ynb[l]
-				for j := 0; j < m; j++ {
-					x[i*m+j] += p * vnb[l*m+j]
+			w.nr = k.bRows(g+1, w.nr)
+			for l, row := range w.nr {
+				for i, p := range row[:m] { // P^{bb}_{g+1}: (mn x m)
+					yb[i] += p * ynb[l]
+					for j := range m {
+						x[i*m+j] += p * vnb[l*m+j]
+					}
 				}
 			}
 		}
@@ -54,60 +55,73 @@ func (w *scratch) visits(k blocks, target bool, out []float64) bool {
 			// The entry is visited once per excursion; b_0 only absorbs.
 			yf[0] = 1
 			yb[0] += x[0]
-			w.y[g], w.v[g] = y, v
 			continue
 		}
 		// (I - (P^{bf})^T X') nu^f_g = (P^{bf})^T r' + (P^{ff}_{g-1})^T nu^f_{g-1}.
-		s := w.s[:m*m]
+		// Factor the transpose T = I - X'^T P^{bf}, whose row sums are
+		// def + X'^T (P^{bb} 1) with def from the value solve (GTH), then
+		// solve with T^T.
 		nr := 1 + mp
+		t := grow(w.s, m*m)
+		deficit := grow(w.deficit, m)
 		rhs := grow(w.rhs, m*nr)
 		w.rhs = rhs
-		for i := 0; i < m; i++ {
-			for j := 0; j < m; j++ {
-				acc := 0.0
-				for l := 0; l < m; l++ {
-					acc += k.pbf(g, l, i) * x[l*m+j]
+		if target {
+			copy(deficit, def[b.Fwd(g, 0):b.Fwd(g, 0)+m])
+		}
+		w.br = k.bRows(g, w.br)
+		for l, row := range w.br {
+			left := 0.0
+			for _, p := range row[:mp] {
+				left += p
+			}
+			for i := range m {
+				xli := x[l*m+i]
+				deficit[i] += xli * left
+				for j, p := range row[mp : mp+m] { // X'^T P^{bf}
+					t[i*m+j] -= xli * p
 				}
-				s[i*m+j] = -acc
 			}
-			s[i*m+i]++
-			for l := 0; l < m; l++ {
-				rhs[i*nr] += k.pbf(g, l, i) * yb[l]
-			}
-			for j := 0; j < mp; j++ {
-				rhs[i*nr+1+j] = k.pff(g-1, j, i)
+			for i, p := range row[mp : mp+m] { // (P^{bf})^T r'
+				rhs[i*nr] += p * yb[l]
 			}
 		}
-		if !w.solve(m, nr, rhs) {
+		w.fr = k.fRows(g-1, w.fr)
+		for j, row := range w.fr {
+			for i, p := range row[mp : mp+m] { // (P^{ff}_{g-1})^T: (m x mp)
+				rhs[i*nr+1+j] = p
+			}
+		}
+		if !gthFactor(t, deficit, m) {
 			return false
 		}
-		for i := 0; i < m; i++ {
+		gthSolveT(t, m, rhs, nr)
+		for i := range m {
 			yf[i] = rhs[i*nr]
 			copy(vf[i*mp:(i+1)*mp], rhs[i*nr+1:(i+1)*nr])
 		}
 		// Y'^b = r' + X' Y'^f; V'^b = X' V'^f.
-		for i := 0; i < m; i++ {
-			for l := 0; l < m; l++ {
+		for i := range m {
+			for l := range m {
 				xl := x[i*m+l]
 				yb[i] += xl * yf[l]
-				for j := 0; j < mp; j++ {
+				for j := range mp {
 					vb[i*mp+j] += xl * vf[l*mp+j]
 				}
 			}
 		}
-		w.y[g], w.v[g] = y, v
 	}
-	for g := 0; g < G; g++ {
+	for g := range G {
 		m := b.M(g)
 		y, v := w.y[g], w.v[g]
-		mp := 0
+		mp, prev := 0, 0 // prev: first id of f_{g-1}
 		if g > 0 {
-			mp = b.M(g - 1)
+			mp, prev = b.M(g-1), b.Fwd(g-1, 0)
 		}
-		for r := 0; r < 2*m; r++ {
+		for r := range 2 * m {
 			val := y[r]
-			for j := 0; j < mp; j++ {
-				val += v[r*mp+j] * out[b.Fwd(g-1, j)]
+			for j := range mp {
+				val += v[r*mp+j] * out[prev+j]
 			}
 			out[b.Start[g]+r] = val
 		}

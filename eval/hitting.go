@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
@@ -14,15 +15,20 @@ type Analyzer struct {
 	g        *tasks.Graph
 	w        scratch
 	nt, t    [numCols][]float64 // branch-local values: non-target (time only) and target solves
+	tDef     []float64          // target-solve deficits at forward states (see values)
 	ntVisits []float64          // expected visits per entry into a non-target branch
 	tVisits  []float64          // the same on the target branch
 	weights  []float64
+	// same[j] is an earlier branch whose shape and probability rows are
+	// bitwise identical to branch j's (its solves are then copied), or -1.
+	same []int
 }
 
 // NewAnalyzer prepares an analyzer for graph g.
 func NewAnalyzer(g *tasks.Graph) *Analyzer {
 	n := g.NumStates()
-	a := &Analyzer{g: g, ntVisits: make([]float64, n), tVisits: make([]float64, n)}
+	a := &Analyzer{g: g, ntVisits: make([]float64, n), tVisits: make([]float64, n),
+		tDef: make([]float64, n), same: make([]int, g.W())}
 	for c := range numCols {
 		a.t[c] = make([]float64, n)
 	}
@@ -33,7 +39,9 @@ func NewAnalyzer(g *tasks.Graph) *Analyzer {
 // Analysis is the exact analysis of one policy. Targets are 1-based branch
 // numbers as in the paper (t_1..t_W).
 type Analysis struct {
-	a *Analyzer
+	a       *Analyzer
+	probs   []float64
+	visited bool // visit counts solved (lazily, on the first D or CostWeights)
 	// HittingTime is the paper's H_f: expected transitions from s0 -> f until
 	// the first state whose head is the target, averaged over the uniform
 	// target.
@@ -61,14 +69,18 @@ func (an *Analyzer) Analyze(probs []float64) (*Analysis, error) {
 		return nil, err
 	}
 	W := g.W()
+	an.findSame(probs)
 	for j, b := range g.Branches {
+		if r := an.same[j]; r >= 0 {
+			an.copyBranch(r, j, an.nt[colTime], an.t[colTime], an.t[colReturn], an.t[colSuccess], an.tDef)
+			continue
+		}
 		k := blocks{b: b, probs: probs, offsets: g.Offsets}
-		if !an.w.values(k, false, &an.nt) || !an.w.visits(k, false, an.ntVisits) ||
-			!an.w.values(k, true, &an.t) || !an.w.visits(k, true, an.tVisits) {
+		if !an.w.values(k, false, &an.nt, nil) || !an.w.values(k, true, &an.t, an.tDef) {
 			return nil, fmt.Errorf("eval: branch %d: singular system: the policy can loop forever without leaving the branch", j+1)
 		}
 	}
-	res := &Analysis{a: an, PerTarget: make([]float64, W), ForkTime: make([]float64, W),
+	res := &Analysis{a: an, probs: probs, PerTarget: make([]float64, W), ForkTime: make([]float64, W),
 		Entries: make([][]float64, W), Success: make([]float64, W), ReturnTime: make([]float64, W)}
 	sigma := probs[g.Offsets[0]:g.Offsets[1]]
 	rho := probs[g.Offsets[g.Branches[0].ForkIn()]:g.Offsets[g.Branches[0].ForkIn()+1]]
@@ -115,6 +127,58 @@ func (an *Analyzer) Analyze(probs []float64) (*Analysis, error) {
 		return nil, fmt.Errorf("eval: hitting time %v is beyond float64's range", res.HittingTime)
 	}
 	return res, nil
+}
+
+// findSame marks branches whose solves equal an earlier branch's: the same
+// multiedge counts and bitwise the same probability rows (the fork-incoming
+// rows, identical for all branches, are not read by the branch solves).
+func (an *Analyzer) findSame(probs []float64) {
+	g := an.g
+	for j, b := range g.Branches {
+		an.same[j] = -1
+		for r := range j {
+			if an.same[r] < 0 && slices.Equal(g.Branches[r].Multi, b.Multi) &&
+				slices.Equal(branchProbs(g, r, probs), branchProbs(g, j, probs)) {
+				an.same[j] = r
+				break
+			}
+		}
+	}
+}
+
+// branchProbs is the slice of the policy table holding branch j's rows.
+func branchProbs(g *tasks.Graph, j int, probs []float64) []float64 {
+	b := g.Branches[j]
+	return probs[g.Offsets[b.ForkIn()+1]:g.Offsets[b.LeafIn()+2]]
+}
+
+// copyBranch copies per-state arrays of branch r onto branch j (same shape).
+func (an *Analyzer) copyBranch(r, j int, arrays ...[]float64) {
+	br, bj := an.g.Branches[r], an.g.Branches[j]
+	lo, hi := br.Start[0], br.LeafIn()+2
+	for _, a := range arrays {
+		copy(a[bj.Start[0]:], a[lo:hi])
+	}
+}
+
+// solveVisits computes the visit counts per entry of every branch (once per
+// analysis: D and CostWeights need them, hitting times do not).
+func (r *Analysis) solveVisits() {
+	if r.visited {
+		return
+	}
+	an, g := r.a, r.a.g
+	for j, b := range g.Branches {
+		if s := an.same[j]; s >= 0 {
+			an.copyBranch(s, j, an.ntVisits, an.tVisits)
+			continue
+		}
+		// values succeeded on this branch, so its blocks are invertible.
+		k := blocks{b: b, probs: r.probs, offsets: g.Offsets}
+		an.w.visits(k, false, nil, an.ntVisits)
+		an.w.visits(k, true, an.tDef, an.tVisits)
+	}
+	r.visited = true
 }
 
 // CheckPolicy validates a transition table: one finite probability in [0, 1]
@@ -165,6 +229,7 @@ func (r *Analysis) H(m, s int) float64 {
 // D is the exact expected number of visits d_x(s) to state s before hitting
 // target t_m, starting from s0 -> f.
 func (r *Analysis) D(m, s int) float64 {
+	r.solveVisits()
 	g := r.a.g
 	if s == 0 {
 		return 1

@@ -13,18 +13,18 @@ var PolicyNames = []string{"pretrained", "sft-limit", "rlvr-limit"}
 func Named(g *tasks.Graph, name string) ([]float64, error) {
 	switch name {
 	case "pretrained":
-		return Pretrained(g), nil
+		return PolicyPretrained(g), nil
 	case "sft-limit":
-		return SFTLimit(g), nil
+		return PolicySFTLimit(g), nil
 	case "rlvr-limit":
-		return RLVRLimit(g), nil
+		return PolicyRLVRLimit(g), nil
 	}
 	return nil, fmt.Errorf("eval: policy %q: want pretrained, sft-limit or rlvr-limit", name)
 }
 
-// Pretrained is the uniform world model: every valid next state equally
+// PolicyPretrained is the uniform world model: every valid next state equally
 // likely (Section 3.2, Assumption 'exact_pretrain').
-func Pretrained(g *tasks.Graph) []float64 {
+func PolicyPretrained(g *tasks.Graph) []float64 {
 	p := make([]float64, len(g.Next))
 	for s := range g.States {
 		lo, hi := g.Offsets[s], g.Offsets[s+1]
@@ -38,12 +38,12 @@ func Pretrained(g *tasks.Graph) []float64 {
 // ABCDFunc gives the desired-transition probabilities of depth j on branch i.
 type ABCDFunc func(branch, depth int) (a, b, c, d float64)
 
-// FromABCD builds the policy with the given per-depth probabilities of the
+// PolicyFromABCD builds the policy with the given per-depth probabilities of the
 // desired transitions (Section 4.1): the desired mass is split equally over
 // the desired next states, the rest equally over the others. The source and
 // fork-incoming rows are uniform; the leaf bounces.
-func FromABCD(g *tasks.Graph, f ABCDFunc) []float64 {
-	p := Pretrained(g)
+func PolicyFromABCD(g *tasks.Graph, f ABCDFunc) []float64 {
+	p := PolicyPretrained(g)
 	for s, st := range g.States {
 		var want float64
 		switch st.Class {
@@ -86,12 +86,12 @@ func contains(xs []int, x int) bool {
 	return false
 }
 
-// SFTLimit is the limit of SFT on golden paths (Theorem 2): forward states
+// PolicySFTLimit is the limit of SFT on golden paths (Theorem 2): forward states
 // go forward surely (a_j = c_j = 1) while backward states keep their
 // pretrained rows (b_j = L/(L+1), d_j = 1/(L+1) with L the diamond's
 // multiedges).
-func SFTLimit(g *tasks.Graph) []float64 {
-	p := Pretrained(g)
+func PolicySFTLimit(g *tasks.Graph) []float64 {
+	p := PolicyPretrained(g)
 	for s, st := range g.States {
 		if st.Class == tasks.RPlus || st.Class == tasks.LPlus {
 			setDesired(g, p, s, 1)
@@ -100,15 +100,15 @@ func SFTLimit(g *tasks.Graph) []float64 {
 	return p
 }
 
-// RLVRLimit is the converged RLVR policy (Theorem 3): a_j = b_j = c_j = d_j = 1.
-func RLVRLimit(g *tasks.Graph) []float64 {
-	return FromABCD(g, func(int, int) (float64, float64, float64, float64) { return 1, 1, 1, 1 })
+// PolicyRLVRLimit is the converged RLVR policy (Theorem 3): a_j = b_j = c_j = d_j = 1.
+func PolicyRLVRLimit(g *tasks.Graph) []float64 {
+	return PolicyFromABCD(g, func(int, int) (float64, float64, float64, float64) { return 1, 1, 1, 1 })
 }
 
-// ABCD holds the desired-transition probabilities of one depth of one
+// ABCDRow holds the desired-transition probabilities of one depth of one
 // branch. For multiedge states (R_j^+, L_j^-) it is the mean over the
 // diamond's multiedges.
-type ABCD struct {
+type ABCDRow struct {
 	Branch int     `json:"branch"`
 	Depth  int     `json:"depth"`
 	A      float64 `json:"a"`
@@ -118,10 +118,10 @@ type ABCD struct {
 }
 
 // ABCDTable reads a_j, b_j, c_j, d_j per branch and depth from a policy.
-func ABCDTable(g *tasks.Graph, probs []float64) []ABCD {
-	var out []ABCD
+func ABCDTable(g *tasks.Graph, probs []float64) []ABCDRow {
+	var out []ABCDRow
 	for i, b := range g.Branches {
-		rows := make([]ABCD, b.Depth())
+		rows := make([]ABCDRow, b.Depth())
 		counts := make([][4]int, b.Depth())
 		for j := range rows {
 			rows[j].Branch, rows[j].Depth = i+1, j+1

@@ -1,0 +1,65 @@
+package eval
+
+// CostWeights returns, for every valid transition (s, a) in CSR order, the
+// constant
+//
+//	C(s, a) = E_x[ d_x(s) h_x(a) ]   (x uniform over the W targets)
+//
+// so that the surrogate S(Theta) = sum_{s,a} C(s,a) pi_Theta(a|s), with C
+// held constant, has the same gradient as the hitting time H_f:
+//
+//	dS/dTheta_{s,a} = E_x[ d_x(s) pi(a|s) (h_x(a) - hbar_x(s)) ] = -dJ/dTheta_{s,a},
+//
+// the policy-gradient form of Lemma 'policygrad' (Appendix B) with beta = 1,
+// J = 1 - H_f. Rows that are never trained (fork-incoming, leaf-incoming)
+// get zero weights. The cost is linear in the number of transitions: d_x and
+// h_x on a branch differ between targets only through the branch's entry
+// count and the fork-level hitting time, so the sum over targets collapses
+// to two per-branch constants.
+//
+// The returned slice is owned by the Analyzer and valid until its next call.
+func (r *Analysis) CostWeights() []float64 {
+	r.solveVisits()
+	an, g := r.a, r.a.g
+	W := g.W()
+	if cap(an.weights) < len(g.Next) {
+		an.weights = make([]float64, len(g.Next))
+	}
+	c := an.weights[:len(g.Next)]
+	for i := range c {
+		c[i] = 0
+	}
+	inv := 1 / float64(W)
+	// Source row: d_x(s0 -> f) = 1 for every target.
+	for n, a := range g.Row(0) {
+		sum := 0.0
+		for m := 1; m <= W; m++ {
+			sum += r.H(m, a)
+		}
+		c[g.Offsets[0]+n] = sum * inv
+	}
+	for j, b := range g.Branches {
+		// Off-target contributions: sum over m != j of N_j(m) and N_j(m) H_F(m).
+		var entries, entriesFork float64
+		for m := range W {
+			if m != j {
+				entries += r.Entries[m][j]
+				entriesFork += r.Entries[m][j] * r.ForkTime[m]
+			}
+		}
+		onTarget := r.Entries[j][j]
+		hf := r.ForkTime[j]
+		for s := b.Start[0]; s < b.LeafIn()+2; s++ {
+			if !g.Trained(s) {
+				continue
+			}
+			vNT, vT := an.ntVisits[s]*inv, an.tVisits[s]*onTarget*inv
+			for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {
+				a := g.Next[i]
+				c[i] = vNT*(entries*an.nt[colTime][a]+entriesFork) +
+					vT*(an.t[colTime][a]+an.t[colReturn][a]*hf)
+			}
+		}
+	}
+	return c
+}
