@@ -1,0 +1,180 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/tasks"
+)
+
+// evalReport is what train eval prints, as text or as one JSON object.
+type evalReport struct {
+	Graph       string           `json:"graph"`
+	Policy      string           `json:"policy"`
+	States      int              `json:"states"`
+	Transitions int              `json:"transitions"`
+	HittingTime float64          `json:"hitting_time"`
+	PerTarget   []float64        `json:"per_target"`
+	ABCD        []eval.ABCDRow   `json:"abcd"`
+	Theory      eval.Predictions `json:"theory"`
+	MC          *eval.MCResult   `json:"-"`
+	Extra       map[string]any   `json:"-"`
+}
+
+func runEval(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("eval", stdout)
+	var gf graphFlags
+	gf.register(fs)
+	policy := fs.String("policy", "pretrained", "policy to analyse: "+strings.Join(eval.PolicyNames, ", "))
+	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
+	mc := fs.Int("mc", 0, "also run N Monte Carlo rollouts (0: none)")
+	horizon := fs.Int("horizon", 0, "Monte Carlo horizon in transitions (0: none)")
+	seed := fs.Int64("seed", 1, "Monte Carlo seed")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	cfg, err := gf.config(fs)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(eval.PolicyNames, *policy) {
+		return usagef("eval: -policy %q: want one of %s", *policy, strings.Join(eval.PolicyNames, ", "))
+	}
+	if *mc < 0 || *mc == 1 {
+		return usagef("eval: -mc %d: want 0 (none) or at least 2 rollouts", *mc)
+	}
+	if *horizon < 0 {
+		return usagef("eval: -horizon %d: want >= 0 (0: no limit)", *horizon)
+	}
+	g, err := tasks.New(cfg)
+	if err != nil {
+		return err
+	}
+	probs, err := eval.Named(g, *policy)
+	if err != nil {
+		return err
+	}
+	rep, err := analysePolicy(g, probs, *policy)
+	if err != nil {
+		return err
+	}
+	if *mc > 0 {
+		sp, err := eval.NewSampler(g, probs)
+		if err != nil {
+			return err
+		}
+		res, err := sp.MonteCarlo(*mc, *horizon, *seed)
+		if err != nil {
+			return err
+		}
+		rep.MC = &res
+	}
+	if *asJSON {
+		return writeJSON(stdout, rep)
+	}
+	return writeText(stdout, rep)
+}
+
+// analysePolicy runs the exact analysis of a Markov policy on g.
+func analysePolicy(g *tasks.Graph, probs []float64, name string) (*evalReport, error) {
+	res, err := eval.NewAnalyzer(g).Analyze(probs)
+	if err != nil {
+		return nil, err
+	}
+	return &evalReport{
+		Graph: tasks.FormatBranches(g.Config.Shape()), Policy: name,
+		States: g.NumStates(), Transitions: len(g.Next),
+		HittingTime: res.HittingTime, PerTarget: res.PerTarget,
+		ABCD: eval.ABCDTable(g, probs), Theory: eval.Predict(g),
+	}, nil
+}
+
+// writeJSON prints the report as one JSON object, Monte Carlo keys inline.
+func writeJSON(w io.Writer, rep *evalReport) error {
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return err
+	}
+	if rep.MC != nil {
+		mb, _ := json.Marshal(rep.MC)
+		var m map[string]any
+		json.Unmarshal(mb, &m)
+		for k, v := range m {
+			obj[k] = v
+		}
+	}
+	for k, v := range rep.Extra {
+		obj[k] = v
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(obj)
+}
+
+func writeText(w io.Writer, rep *evalReport) error {
+	fmt.Fprintf(w, "graph %s: %d edge states, %d valid transitions\n", rep.Graph, rep.States, rep.Transitions)
+	fmt.Fprintf(w, "policy %s: exact hitting time %s\n", rep.Policy, num(rep.HittingTime))
+	if rep.MC != nil {
+		fmt.Fprintf(w, "Monte Carlo (%d rollouts): %.6g ± %.3g (95%%), success rate %.4f\n", rep.MC.N, rep.MC.HittingTime, rep.MC.CI95, rep.MC.SuccessRate)
+	}
+	th := rep.Theory
+	fmt.Fprintln(w, "theory:")
+	if th.H0 > 0 {
+		fmt.Fprintf(w, "  H_0 (pretrained, Appendix B)              %s\n", num(th.H0))
+	}
+	fmt.Fprintf(w, "  sft-limit (Appendix D recursion)          %s\n", num(th.SFTLimit))
+	fmt.Fprintf(w, "  rlvr-limit (exact)                        %s\n", num(th.RLVRLimit))
+	fmt.Fprintf(w, "  rlvr-limit leading term 4 sum_i k_i       %s\n", num(th.RLVRLeading))
+	rows, note := rep.ABCD, ""
+	if identicalBranches(rows) {
+		rows, note = rows[:depthOf(rows)], " (every branch alike: branch 1 shown)"
+	}
+	fmt.Fprintf(w, "a/b/c/d by depth%s:\n", note)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "branch\tdepth\ta\tb\tc\td\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%d\t%d\t%.6f\t%.6f\t%.6f\t%.6f\t\n", r.Branch, r.Depth, r.A, r.B, r.C, r.D)
+	}
+	return tw.Flush()
+}
+
+// num prints a hitting time: exact integers as such, others to 10 digits.
+func num(x float64) string {
+	if x == float64(int64(x)) && x < 1e15 {
+		return fmt.Sprintf("%d", int64(x))
+	}
+	return fmt.Sprintf("%.10g", x)
+}
+
+func depthOf(rows []eval.ABCDRow) int {
+	n := 0
+	for _, r := range rows {
+		if r.Branch == 1 {
+			n++
+		}
+	}
+	return n
+}
+
+func identicalBranches(rows []eval.ABCDRow) bool {
+	k := depthOf(rows)
+	if k == 0 || len(rows)%k != 0 {
+		return false
+	}
+	for i, r := range rows {
+		f := rows[i%k]
+		if r.Depth != f.Depth || r.A != f.A || r.B != f.B || r.C != f.C || r.D != f.D {
+			return false
+		}
+	}
+	return true
+}

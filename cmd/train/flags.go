@@ -1,0 +1,78 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rlvr-backtrack/backtrack/tasks"
+)
+
+// newFlagSet makes a flag set whose errors come back as one-line usage
+// errors; -h prints the subcommand's flags.
+func newFlagSet(name string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {} // errors are reported in one line by parse
+	return fs
+}
+
+// printUsage lists the flags of fs on w.
+func printUsage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprintf(w, "usage: train %s [flags]\n", fs.Name())
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// parse parses args, turning flag errors into one-line usage errors; -h
+// prints the flags on stdout.
+func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			printUsage(fs, stdout)
+			return errHelp
+		}
+		return usagef("%s: %v (see train %s -h)", fs.Name(), err, fs.Name())
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q (flags only; see train %s -h)", fs.Name(), fs.Arg(0), fs.Name())
+	}
+	return nil
+}
+
+// graphFlags are the world-graph flags shared by the subcommands.
+type graphFlags struct {
+	w, k, l  int
+	branches string
+}
+
+func (g *graphFlags) register(fs *flag.FlagSet) {
+	def := tasks.DefaultConfig()
+	fs.IntVar(&g.w, "W", def.W, "number of branches W (>= 1)")
+	fs.IntVar(&g.k, "K", def.K, "diamonds per branch K (>= 1)")
+	fs.IntVar(&g.l, "L", def.L, "multiedges per diamond L (>= 1)")
+	fs.StringVar(&g.branches, "branches", "", `heterogeneous graph, e.g. "2,2,3;5,1": ';' between branches, ',' between the diamonds' multiedge counts (overrides -W -K -L)`)
+}
+
+// config resolves the flags into a validated graph configuration.
+func (g *graphFlags) config(fs *flag.FlagSet) (tasks.Config, error) {
+	c := tasks.Config{W: g.w, K: g.k, L: g.l}
+	if g.branches != "" {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if set["W"] || set["K"] || set["L"] {
+			return c, usagef("%s: -branches and -W/-K/-L are exclusive: give one shape", fs.Name())
+		}
+		b, err := tasks.ParseBranches(g.branches)
+		if err != nil {
+			return c, usagef("%s: -branches: %v", fs.Name(), strings.TrimPrefix(err.Error(), "tasks: "))
+		}
+		c = tasks.Config{Branches: b}
+	}
+	if err := c.Validate(); err != nil {
+		return c, usagef("%s: %v", fs.Name(), strings.TrimPrefix(err.Error(), "tasks: "))
+	}
+	return c, nil
+}

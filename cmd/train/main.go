@@ -1,0 +1,56 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// usageError marks bad input: the command exits 2 after a one-line message.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run dispatches a subcommand and returns the process exit code: 0 on
+// success, 2 on bad input, 1 on any other failure.
+func run(args []string, stdout, stderr io.Writer) int {
+	err := dispatch(args, stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errHelp):
+		return 0
+	case errors.As(err, new(usageError)):
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		return 1
+	}
+}
+
+var errHelp = errors.New("help shown")
+
+func dispatch(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return runDefault(stdout, stderr)
+	}
+	switch args[0] {
+	case "eval":
+		return runEval(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, manual)
+		return nil
+	}
+	return usagef("unknown subcommand %q: want eval or help (no arguments runs the paper's headline experiment)", args[0])
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestEvalJSON(t *testing.T) {
+	code, out, errs := runCLI(t, "eval", "-W", "3", "-K", "2", "-L", "2", "-policy", "pretrained", "-json", "-mc", "20000", "-seed", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(out), &obj); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, out)
+	}
+	for _, k := range []string{"hitting_time", "per_target", "abcd", "theory", "states", "mc_hitting_time", "mc_hitting_time_ci95"} {
+		if _, ok := obj[k]; !ok {
+			t.Errorf("missing key %q", k)
+		}
+	}
+	if got := obj["hitting_time"].(float64); math.Abs(got-140) > 1e-9 {
+		t.Errorf("hitting_time: got %v, want H_0 = 140", got)
+	}
+	mc, ci := obj["mc_hitting_time"].(float64), obj["mc_hitting_time_ci95"].(float64)
+	if math.Abs(mc-140) > 2*ci {
+		t.Errorf("mc_hitting_time %v ± %v, exact 140", mc, ci)
+	}
+	if n := len(obj["per_target"].([]any)); n != 3 {
+		t.Errorf("per_target: got %d entries, want 3", n)
+	}
+	if n := len(obj["abcd"].([]any)); n != 6 {
+		t.Errorf("abcd: got %d rows, want W*K = 6", n)
+	}
+}
+
+func TestBadInputExits2(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "-W", "0"}, "W=0"},
+		{[]string{"eval", "-L", "-3"}, "L=-3"},
+		{[]string{"eval", "-branches", "2,,3"}, "-branches"},
+		{[]string{"eval", "-branches", "2;x"}, "-branches"},
+		{[]string{"eval", "-branches", "2", "-W", "3"}, "exclusive"},
+		{[]string{"eval", "-bogus"}, "-bogus"},
+		{[]string{"eval", "-policy", "foo"}, "-policy"},
+		{[]string{"eval", "-mc", "1"}, "-mc"},
+		{[]string{"eval", "extra"}, "unexpected argument"},
+		{[]string{"eval", "-W", "100000", "-K", "100000"}, "too large"},
+		{[]string{"frob"}, "unknown subcommand"},
+	} {
+		code, out, errs := runCLI(t, tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 || out != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 and one line containing %q", tc.args, code, errs, out, tc.want)
+		}
+	}
+}
