@@ -65,25 +65,16 @@ func PolicyFromABCD(g *tasks.Graph, f ABCDFunc) []float64 {
 
 // setDesired puts total mass want on the desired next states of s.
 func setDesired(g *tasks.Graph, p []float64, s int, want float64) {
-	desired := g.Desired(s)
+	lo, hi := g.DesiredRange(s)
 	row := g.Row(s)
-	nd, nu := float64(len(desired)), float64(len(row)-len(desired))
+	nd, nu := float64(hi-lo), float64(len(row)-(hi-lo))
 	for i, a := range row {
-		if contains(desired, a) {
+		if a >= lo && a < hi {
 			p[g.Offsets[s]+i] = want / nd
 		} else {
 			p[g.Offsets[s]+i] = (1 - want) / nu
 		}
 	}
-}
-
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // PolicySFTLimit is the limit of SFT on golden paths (Theorem 2): forward states
@@ -143,8 +134,9 @@ func ABCDTable(g *tasks.Graph, probs []float64) []ABCDRow {
 				continue
 			}
 			mass := 0.0
+			dlo, dhi := g.DesiredRange(s)
 			for n, a := range g.Row(s) {
-				if contains(g.Desired(s), a) {
+				if a >= dlo && a < dhi {
 					mass += probs[g.Offsets[s]+n]
 				}
 			}

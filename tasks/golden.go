@@ -88,9 +88,22 @@ func (g *Graph) GoldenTransitions(t int) ([]Transition, error) {
 // (d_j), the bounce at the leaf. The source and fork-incoming states have
 // none.
 func (g *Graph) Desired(s int) []int {
+	lo, hi := g.DesiredRange(s)
+	out := make([]int, 0, hi-lo)
+	for a := lo; a < hi; a++ {
+		out = append(out, a)
+	}
+	return out
+}
+
+// DesiredRange is Desired as the id range [lo, hi): the desired next
+// states of a state are one edge group's forward or backward states, which
+// are numbered contiguously. It is empty for the source and fork-incoming
+// states.
+func (g *Graph) DesiredRange(s int) (lo, hi int) {
 	st := g.States[s]
 	if st.Class == Source || st.Class == ForkIn {
-		return nil
+		return 0, 0
 	}
 	b := g.Branches[st.Branch-1]
 	var grp int
@@ -103,13 +116,8 @@ func (g *Graph) Desired(s int) []int {
 	case LeafIn:
 		grp, fwd = st.Group, false
 	}
-	out := make([]int, b.M(grp))
-	for e := range out {
-		if fwd {
-			out[e] = b.Fwd(grp, e)
-		} else {
-			out[e] = b.Bwd(grp, e)
-		}
+	if fwd {
+		return b.Fwd(grp, 0), b.Fwd(grp, 0) + b.M(grp)
 	}
-	return out
+	return b.Bwd(grp, 0), b.Bwd(grp, 0) + b.M(grp)
 }
