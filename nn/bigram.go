@@ -1,0 +1,224 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// BigramConfig describes a bigram policy over a vocabulary of Vocab tokens.
+type BigramConfig struct {
+	Vocab   int     `json:"vocab"`   // number of tokens V (rows)
+	Support Support `json:"support"` // allowed next tokens per row
+	Frozen  []bool  `json:"frozen"`  // len V, or nil for none: frozen rows keep their logits and are not parameters
+}
+
+// Validate checks the support against Vocab and the length of Frozen.
+func (c BigramConfig) Validate() error {
+	if c.Vocab <= 0 {
+		return fmt.Errorf("nn: bigram: vocab %d: want > 0", c.Vocab)
+	}
+	if err := c.Support.Validate(c.Vocab); err != nil {
+		return fmt.Errorf("nn: bigram: %w", err)
+	}
+	if c.Frozen != nil && len(c.Frozen) != c.Vocab {
+		return fmt.Errorf("nn: bigram: len(frozen) %d: want 0 or vocab = %d", len(c.Frozen), c.Vocab)
+	}
+	return nil
+}
+
+func (c BigramConfig) frozen(s int) bool { return c.Frozen != nil && c.Frozen[s] }
+
+// Bigram is the paper's linear-softmax bigram policy pi(.|x) = softmax(<Theta, x>)
+// for a one-hot current token x, restricted to a Support: row s has one
+// logit per allowed next token and pi(a|s) = 0 exactly for every other a.
+//
+// Only the entries of rows that are not frozen are parameters: Theta is a
+// vector of length P = their number, in support (entry) order, so the cost of
+// a step is linear in the number of trainable transitions. Frozen rows keep
+// the logits they were given.
+//
+// A Bigram owns its graph; build one loss on it (WeightedLogLik or
+// ExpectedCost) and run it with one tape machine (NewStep).
+type Bigram struct {
+	cfg     BigramConfig
+	logits  []float64 // len NNZ: frozen rows are read here, trainable ones from Theta
+	entries []int     // len P: support entry of each parameter
+	offsets []int     // row starts of the trainable rows inside Theta
+
+	g     *G.ExprGraph
+	theta *G.Node // (P) learnable logits
+	logp  *G.Node // (P) log pi(a|s) of the trainable entries
+}
+
+// NewBigram builds a bigram with the given logits, one per support entry in
+// entry order (len NNZ); nil logits mean all zeros, the uniform policy over
+// each row's support. The configuration and the logits are copied.
+func NewBigram(cfg BigramConfig, logits []float64) (b *Bigram, err error) {
+	defer recoverGraph("bigram", &err)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Support = Support{Offsets: slices.Clone(cfg.Support.Offsets), Next: slices.Clone(cfg.Support.Next)}
+	cfg.Frozen = slices.Clone(cfg.Frozen)
+	nnz := cfg.Support.NNZ()
+	b = &Bigram{cfg: cfg, logits: make([]float64, nnz), offsets: []int{0}}
+	if logits != nil {
+		if err := checkLogits(logits, nnz); err != nil {
+			return nil, fmt.Errorf("nn: bigram: %w", err)
+		}
+		copy(b.logits, logits)
+	}
+	for s := 0; s < cfg.Vocab; s++ {
+		if cfg.frozen(s) {
+			continue
+		}
+		for e := cfg.Support.Offsets[s]; e < cfg.Support.Offsets[s+1]; e++ {
+			b.entries = append(b.entries, e)
+		}
+		b.offsets = append(b.offsets, len(b.entries))
+	}
+	p := len(b.entries)
+	if p == 0 {
+		return nil, fmt.Errorf("nn: bigram: every row is frozen: want at least one trainable row")
+	}
+
+	theta := make([]float64, p)
+	for i, e := range b.entries {
+		theta[i] = b.logits[e]
+	}
+	b.g = G.NewGraph()
+	b.theta = G.NewVector(b.g, G.Float64, G.WithShape(p), G.WithName("theta"),
+		G.WithValue(tensor.New(tensor.WithShape(p), tensor.WithBacking(theta)))) // (P)
+	if b.logp, err = SegmentLogSoftmax(b.theta, b.offsets); err != nil { // (P) -> (P)
+		return nil, fmt.Errorf("nn: bigram: %w", err)
+	}
+	return b, nil
+}
+
+func checkLogits(logits []float64, nnz int) error {
+	if len(logits) != nnz {
+		return fmt.Errorf("got %d logits, want one per support entry: %d", len(logits), nnz)
+	}
+	for e, v := range logits {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("logit %d is %v: want finite", e, v)
+		}
+	}
+	return nil
+}
+
+// Config returns the configuration the bigram was built with.
+func (b *Bigram) Config() BigramConfig { return b.cfg }
+
+// Graph returns the bigram's expression graph.
+func (b *Bigram) Graph() *G.ExprGraph { return b.g }
+
+// Theta returns the learnable logits node, (P).
+func (b *Bigram) Theta() *G.Node { return b.theta }
+
+// Learnables returns the parameters in a fixed order: just Theta.
+func (b *Bigram) Learnables() G.Nodes { return G.Nodes{b.theta} }
+
+// LogProbs returns the (P) node of log pi(a|s) for the trainable entries,
+// in the order of TrainableEntries. To see its values, G.Read it before
+// compiling: after a run its Value() can hold a later op's result (in the
+// ExpectedCost graph, exp is computed in place over it).
+func (b *Bigram) LogProbs() *G.Node { return b.logp }
+
+// NumParams returns P, the number of trainable entries.
+func (b *Bigram) NumParams() int { return len(b.entries) }
+
+// TrainableEntries returns, for each parameter, its support entry index
+// (into Support.Next and the Logits/Probs tables). Do not modify it.
+func (b *Bigram) TrainableEntries() []int { return b.entries }
+
+// thetaData returns the current parameter values, updated in place by solvers.
+func (b *Bigram) thetaData() []float64 { return b.theta.Value().Data().([]float64) }
+
+// Logits returns a copy of the full logit table, one per support entry
+// (len NNZ), frozen rows included.
+func (b *Bigram) Logits() []float64 {
+	out := append([]float64(nil), b.logits...)
+	for i, v := range b.thetaData() {
+		out[b.entries[i]] = v
+	}
+	return out
+}
+
+// SetLogits replaces the full logit table (len NNZ, finite), frozen rows
+// included. Theta is overwritten in place, so tape machines and solvers
+// built on the bigram see the new values.
+func (b *Bigram) SetLogits(logits []float64) error {
+	if err := checkLogits(logits, len(b.logits)); err != nil {
+		return fmt.Errorf("nn: bigram: set logits: %w", err)
+	}
+	copy(b.logits, logits)
+	theta := b.thetaData()
+	for i, e := range b.entries {
+		theta[i] = logits[e]
+	}
+	return nil
+}
+
+// Probs returns the full transition table pi(a|s), one per support entry
+// (len NNZ), computed in plain Go from the current logits with the same
+// stable row-wise softmax as the graph.
+func (b *Bigram) Probs() []float64 {
+	p := b.Logits()
+	segmentLogSoftmaxForward(p, p, b.cfg.Support.Offsets, nil)
+	for e, v := range p {
+		p[e] = math.Exp(v)
+	}
+	return p
+}
+
+// WeightedLogLik returns the scalar sum_e w[e] * log pi[e] over the trainable
+// entries, w a (P) node of b.Graph(). A cross-entropy loss passes
+// w = -(empirical pair frequencies); its gradient comes from G.Grad.
+func (b *Bigram) WeightedLogLik(w *G.Node) (out *G.Node, err error) {
+	defer recoverGraph("bigram weighted log-likelihood", &err)
+	if err := b.checkWeights(w); err != nil {
+		return nil, fmt.Errorf("nn: bigram weighted log-likelihood: %w", err)
+	}
+	if out, err = G.Mul(w, b.logp); err != nil { // (P) . (P) -> ()
+		return nil, fmt.Errorf("nn: bigram weighted log-likelihood: %w", err)
+	}
+	return out, nil
+}
+
+// ExpectedCost returns the scalar sum_e c[e] * pi[e] over the trainable
+// entries, c a (P) node of b.Graph(). With c held constant (an input filled
+// with G.Let) its gradient is sum_a c(s,a) dpi(a|s)/dTheta, the
+// policy-gradient surrogate.
+func (b *Bigram) ExpectedCost(c *G.Node) (out *G.Node, err error) {
+	defer recoverGraph("bigram expected cost", &err)
+	if err := b.checkWeights(c); err != nil {
+		return nil, fmt.Errorf("nn: bigram expected cost: %w", err)
+	}
+	pi, err := G.Exp(b.logp) // (P) -> (P)
+	if err != nil {
+		return nil, fmt.Errorf("nn: bigram expected cost: %w", err)
+	}
+	if out, err = G.Mul(c, pi); err != nil { // (P) . (P) -> ()
+		return nil, fmt.Errorf("nn: bigram expected cost: %w", err)
+	}
+	return out, nil
+}
+
+// checkWeights checks that w is a float64 (P) node of the bigram's graph.
+func (b *Bigram) checkWeights(w *G.Node) error {
+	if w == nil {
+		return fmt.Errorf("nil weights node")
+	}
+	if w.Graph() != b.g {
+		return fmt.Errorf("weights node %q is not in the bigram's graph", w.Name())
+	}
+	if w.Dims() != 1 || w.Shape().TotalSize() != len(b.entries) || w.Dtype() != G.Float64 {
+		return fmt.Errorf("weights node %q is %v %v: want float64 (%d)", w.Name(), w.Dtype(), w.Shape(), len(b.entries))
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+// Package nn holds the policies and the numerical pieces they are trained
+// with, on top of gorgonia. It knows vocabulary sizes, token ids and masks
+// (which next tokens each token may be followed by), never the graphs of the
+// task.
+//
+// The pieces:
+//
+//   - Support: the allowed transitions, one compressed row per token, so
+//     invalid transitions are never stored and no -Inf logit enters
+//     arithmetic (support.go).
+//   - SegmentLogSoftmax: a fused gorgonia op computing a stable log-softmax
+//     over ragged rows of a vector, with a one-pass backward; it replaces
+//     gorgonia's SoftMax, LogSoftMax and LogSumExp, which are wrong in
+//     v0.9.18 (logsoftmax.go).
+//   - Bigram: the paper's linear-softmax bigram policy restricted to a
+//     Support, with parameters only for the rows that are trained, and the
+//     two losses trainers build on it: a weighted log-likelihood
+//     (cross-entropy) and an expected cost (policy-gradient surrogate)
+//     (bigram.go).
+//   - Solvers: sign gradient descent (the paper's optimiser), SGD and Adam,
+//     each with a State that checkpoints save and restore exactly
+//     (optim.go, adam.go).
+//   - Step: one tape machine per graph running cost, gradient and update
+//     (step.go).
+//
+// Every gradient of a loss comes from gorgonia's autodiff (G.Grad); the only
+// hand-written derivative is the backward of SegmentLogSoftmax, checked
+// against finite differences in the tests. Everything is float64.
+//
+// A typical policy-gradient step:
+//
+//	b, _ := nn.NewBigram(cfg, nil)
+//	c := G.NewVector(b.Graph(), G.Float64, G.WithShape(b.NumParams()), G.WithName("c"))
+//	cost, _ := b.ExpectedCost(c)
+//	solver, _ := nn.NewSolver(nn.DefaultOptimConfig())
+//	step, _ := nn.NewStep(cost, b.Learnables(), solver)
+//	defer step.Close()
+//	for ... {
+//		G.Let(c, costs) // (P) constant per-transition costs
+//		step.Run()
+//	}
+package nn

@@ -1,0 +1,109 @@
+package nn
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+)
+
+// Step runs training steps on one graph: it owns the gradient nodes of a
+// scalar cost with respect to the learnables, one tape machine compiled once
+// for the whole graph, and the solver. Each Run evaluates the cost and its
+// gradient, lets the solver update the learnables in place and resets the
+// machine.
+//
+// The tape machine runs every node of the graph, so a graph should hold one
+// cost. Fill the cost's input nodes with G.Let before each Run. A Step is
+// not safe for concurrent use; use one graph and one Step per goroutine.
+type Step struct {
+	vm         G.VM
+	solver     G.Solver
+	learnables []G.ValueGrad
+	cost       G.Value // filled by the read node at each run
+}
+
+// NewStep adds the gradient of cost with respect to learnables to the
+// cost's graph and compiles the graph into a tape machine. Build the whole
+// graph before calling it. Close the Step when done.
+func NewStep(cost *G.Node, learnables G.Nodes, solver G.Solver) (s *Step, err error) {
+	defer recoverGraph("step", &err)
+	if cost == nil || !cost.IsScalar() {
+		return nil, fmt.Errorf("nn: step: cost must be a scalar node")
+	}
+	if len(learnables) == 0 {
+		return nil, fmt.Errorf("nn: step: no learnables")
+	}
+	if solver == nil {
+		return nil, fmt.Errorf("nn: step: nil solver")
+	}
+	if _, err := G.Grad(cost, learnables...); err != nil {
+		return nil, fmt.Errorf("nn: step: gradient: %w", err)
+	}
+	s = &Step{solver: solver, learnables: G.NodesToValueGrads(learnables)}
+	// The cost is copied out by a read node while the machine runs: the
+	// register behind cost.Value() can be reused by later instructions
+	// (see TestTapeMachineStaleValue).
+	G.Read(cost, &s.cost)
+	s.vm = G.NewTapeMachine(cost.Graph())
+	return s, nil
+}
+
+// Run takes one step and returns the cost before the update.
+//
+// gorgonia's TapeMachine.RunAll executes the tape on a goroutine of its own,
+// so a panic inside an op cannot be recovered here and ends the program;
+// the ops of this package return errors instead of panicking.
+func (s *Step) Run() (cost float64, err error) {
+	defer recoverGraph("step", &err)
+	defer s.vm.Reset()
+	if err := s.vm.RunAll(); err != nil {
+		return 0, fmt.Errorf("nn: step: run: %w", err)
+	}
+	cost, err = scalarFloat64(s.cost)
+	if err != nil {
+		return 0, fmt.Errorf("nn: step: cost: %w", err)
+	}
+	if err := s.solver.Step(s.learnables); err != nil {
+		return 0, fmt.Errorf("nn: step: update: %w", err)
+	}
+	return cost, nil
+}
+
+// Eval evaluates the cost (and, as a by-product, its gradient) without
+// updating the learnables.
+func (s *Step) Eval() (cost float64, err error) {
+	defer recoverGraph("step", &err)
+	defer s.vm.Reset()
+	if err := s.vm.RunAll(); err != nil {
+		return 0, fmt.Errorf("nn: step: run: %w", err)
+	}
+	return scalarFloat64(s.cost)
+}
+
+// Close releases the tape machine.
+func (s *Step) Close() error { return s.vm.Close() }
+
+// scalarFloat64 returns the float64 held by a scalar value.
+func scalarFloat64(v G.Value) (float64, error) {
+	if v == nil {
+		return 0, fmt.Errorf("no value read")
+	}
+	switch d := v.Data().(type) {
+	case float64:
+		return d, nil
+	case []float64:
+		if len(d) == 1 {
+			return d[0], nil
+		}
+	}
+	return 0, fmt.Errorf("got %v %v, want a float64 scalar", v.Dtype(), v.Shape())
+}
+
+// recoverGraph turns a panic raised while building or running a gorgonia
+// graph into an error, at the exported boundary. Use as
+// defer recoverGraph("what", &err) in a function with a named error result.
+func recoverGraph(what string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("nn: %s: gorgonia panic: %v", what, r)
+	}
+}
