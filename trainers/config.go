@@ -1,0 +1,76 @@
+package trainers
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/rlvr-backtrack/backtrack/nn"
+)
+
+// Names of the trainers of this package.
+var Names = []string{"pretrain", "sft", "rlvr-exact", "distill"}
+
+// Config configures one training run of a bigram on a world graph.
+type Config struct {
+	// Trainer is pretrain (Theorem 1), sft (Theorem 2, Appendix F),
+	// rlvr-exact (the exact policy gradient, Lemma 'policygrad') or distill
+	// (Theorem 5).
+	Trainer string         `json:"trainer"`
+	Optim   nn.OptimConfig `json:"optimizer"`
+	// Steps caps the number of optimiser steps (>= 1).
+	Steps int `json:"steps"`
+	// Until stops the run once the exact hitting time is within this
+	// relative distance of the trainer's limit (the converged backtracking
+	// policy for rlvr-exact and distill, the SFT limit for sft); 0 runs all
+	// Steps. Unused by pretrain.
+	Until float64 `json:"until"`
+	// Seed seeds every random choice of the run (sampled traces, the
+	// supervised backward states).
+	Seed uint64 `json:"seed"`
+	// LogEvery writes a metrics row every LogEvery steps (>= 1).
+	LogEvery int `json:"log_every"`
+	// SupervisedBackward (sft) is the fraction p in [0, 1] of backward state
+	// types (L_j^-, R_j^- of each branch and depth) whose desired backward
+	// move is also supervised (Appendix F, Figure 5 right).
+	SupervisedBackward float64 `json:"supervised_backward"`
+	// DistillTraces (distill) is the number of teacher rollouts sampled once
+	// as the training set; 0 trains on the teacher's exact distribution.
+	DistillTraces int `json:"distill_traces"`
+}
+
+// DefaultConfig is the paper's headline run: exact RLVR with sign gradient
+// descent, lr 0.01, until within 0.1% of the converged hitting time.
+func DefaultConfig() Config {
+	return Config{Trainer: "rlvr-exact", Optim: nn.DefaultOptimConfig(), Steps: 20000, Until: 1e-3, Seed: 1, LogEvery: 10}
+}
+
+// Validate checks every field; errors name the field and what is allowed.
+func (c Config) Validate() error {
+	if !slices.Contains(Names, c.Trainer) {
+		return fmt.Errorf("trainers: trainer %q: want one of %s", c.Trainer, strings.Join(Names, ", "))
+	}
+	if err := c.Optim.Validate(); err != nil {
+		return err
+	}
+	if c.Steps < 1 {
+		return fmt.Errorf("trainers: steps %d: want >= 1", c.Steps)
+	}
+	if !(c.Until >= 0 && c.Until < 1) {
+		return fmt.Errorf("trainers: until %v: want a relative distance in [0, 1) (0: run all steps)", c.Until)
+	}
+	if c.LogEvery < 1 {
+		return fmt.Errorf("trainers: log_every %d: want >= 1", c.LogEvery)
+	}
+	if !(c.SupervisedBackward >= 0 && c.SupervisedBackward <= 1) || math.IsNaN(c.SupervisedBackward) {
+		return fmt.Errorf("trainers: supervised_backward %v: want a fraction in [0, 1]", c.SupervisedBackward)
+	}
+	if c.SupervisedBackward > 0 && c.Trainer != "sft" {
+		return fmt.Errorf("trainers: supervised_backward %v: only the sft trainer supervises backward states", c.SupervisedBackward)
+	}
+	if c.DistillTraces < 0 {
+		return fmt.Errorf("trainers: distill_traces %d: want >= 0 (0: the teacher's exact distribution)", c.DistillTraces)
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package trainers
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/rlvr-backtrack/backtrack/eval"
+)
+
+// Row is one line of a run's metrics: the policy before the update of step
+// Step.
+type Row struct {
+	Step int `json:"step"`
+	// HittingTime is the exact H_f of the current policy (NaN for pretrain,
+	// whose dense policy still puts mass on invalid transitions).
+	HittingTime float64 `json:"hitting_time"`
+	// Objective is J = 1 - H_f for rlvr-exact (beta = 1), the cross-entropy
+	// loss for the other trainers.
+	Objective float64 `json:"objective"`
+	// A, B, C, D are a_j, b_j, c_j, d_j averaged over depths and branches.
+	A, B, C, D float64
+	// Depths holds a_j..d_j per depth, averaged over the branches that
+	// have that depth (Branch is 0).
+	Depths []eval.ABCDRow `json:"-"`
+	// InvalidMass (pretrain) is max_s of the mass on invalid transitions,
+	// BoundRatio max_s of that mass over Theorem 1's bound n_s/(m_s + t),
+	// t = lr * step / |states| the rescaled time (<= 1 when the theorem
+	// holds; meaningful for sgd, the discretised gradient flow).
+	InvalidMass float64 `json:"invalid_mass,omitempty"`
+	BoundRatio  float64 `json:"bound_ratio,omitempty"`
+}
+
+// measure computes the metrics of the current policy (and caches the exact
+// analysis for the RLVR step that follows).
+func (t *Trainer) measure() (Row, error) {
+	row := Row{Step: t.done, HittingTime: math.NaN()}
+	if t.cfg.Trainer == "pretrain" {
+		return t.measurePretrain(row), nil
+	}
+	probs := t.model.Probs()
+	res, err := t.an.Analyze(probs)
+	if err != nil {
+		return row, fmt.Errorf("trainers: step %d: %w", t.done, err)
+	}
+	t.probs, t.res, t.resStep = probs, res, t.done
+	row.HittingTime = res.HittingTime
+	if math.IsNaN(row.HittingTime) || math.IsInf(row.HittingTime, 0) {
+		return row, fmt.Errorf("trainers: step %d: hitting time is %v", t.done, row.HittingTime)
+	}
+	if t.cfg.Trainer == "rlvr-exact" {
+		row.Objective = 1 - res.HittingTime
+	} else {
+		for i, q := range t.pairs {
+			if q > 0 {
+				row.Objective -= q * math.Log(probs[i])
+			}
+		}
+	}
+	if t.done%t.cfg.LogEvery == 0 || t.done >= t.cfg.Steps || t.converged(row) {
+		row.Depths = depthMeans(eval.ABCDTable(t.g, probs))
+		var n float64
+		for _, d := range row.Depths {
+			row.A, row.B, row.C, row.D = row.A+d.A, row.B+d.B, row.C+d.C, row.D+d.D
+			n++
+		}
+		row.A, row.B, row.C, row.D = row.A/n, row.B/n, row.C/n, row.D/n
+	}
+	return row, nil
+}
+
+// depthMeans averages an a/b/c/d table over branches, depth by depth.
+func depthMeans(rows []eval.ABCDRow) []eval.ABCDRow {
+	var out []eval.ABCDRow
+	var count []float64
+	for _, r := range rows {
+		for len(out) < r.Depth {
+			out = append(out, eval.ABCDRow{Depth: len(out) + 1})
+			count = append(count, 0)
+		}
+		o := &out[r.Depth-1]
+		o.A, o.B, o.C, o.D = o.A+r.A, o.B+r.B, o.C+r.C, o.D+r.D
+		count[r.Depth-1]++
+	}
+	for i := range out {
+		o := &out[i]
+		o.A, o.B, o.C, o.D = o.A/count[i], o.B/count[i], o.C/count[i], o.D/count[i]
+	}
+	return out
+}

@@ -1,0 +1,53 @@
+package trainers
+
+import (
+	"math"
+
+	"github.com/rlvr-backtrack/backtrack/nn"
+)
+
+// buildPretrain sets up Theorem 1: a bigram over every pair of states (the
+// dense 2|E| x 2|E| parameter), zero logits, trained by cross-entropy on
+// world-model pairs (s, a) with s uniform and a uniform over the valid next
+// states of s.
+func (t *Trainer) buildPretrain() error {
+	v := t.g.NumStates()
+	model, err := nn.NewBigram(nn.BigramConfig{Vocab: v, Support: nn.DenseSupport(v)}, nil)
+	if err != nil {
+		return err
+	}
+	t.model = model
+	t.pairs = make([]float64, v*v)
+	for s := range v {
+		row := t.g.Row(s)
+		for _, a := range row {
+			t.pairs[s*v+a] = 1 / (float64(v) * float64(len(row)))
+		}
+	}
+	return nil
+}
+
+// measurePretrain fills the Theorem 1 metrics: the largest mass on invalid
+// transitions and its ratio to the bound n_s/(m_s + t).
+func (t *Trainer) measurePretrain(row Row) Row {
+	v := t.g.NumStates()
+	probs := t.model.Probs()
+	tau := t.cfg.Optim.LR * float64(t.done) / float64(v)
+	for s := range v {
+		valid := 0.0
+		for _, a := range t.g.Row(s) {
+			valid += probs[s*v+a]
+		}
+		invalid := math.Max(0, 1-valid)
+		m := float64(len(t.g.Row(s)))
+		bound := (float64(v) - m) / (m + tau)
+		row.InvalidMass = math.Max(row.InvalidMass, invalid)
+		row.BoundRatio = math.Max(row.BoundRatio, invalid/bound)
+	}
+	for i, q := range t.pairs {
+		if q > 0 {
+			row.Objective -= q * math.Log(probs[i])
+		}
+	}
+	return row
+}

@@ -1,0 +1,272 @@
+package trainers
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/tasks"
+)
+
+// Trainer trains a bigram policy on one world graph. Every gradient comes
+// from gorgonia's autodiff of a loss built in the model's graph; what
+// changes between trainers is the loss and the constants fed into it.
+type Trainer struct {
+	cfg    Config
+	g      *tasks.Graph
+	model  *nn.Bigram
+	solver nn.Solver
+	step   *nn.Step
+	input  *G.Node       // (P) loss constants, filled with G.Let before each step
+	inVal  *tensor.Dense // its value
+	an     *eval.Analyzer
+	pairs  []float64 // cross-entropy pair weights, one per support entry
+	limit  float64   // hitting time the run converges to (0: none)
+	pcg    *rand.PCG
+	rng    *rand.Rand
+	done   int // optimiser steps taken
+
+	// The policy and exact analysis measured at step resStep.
+	probs   []float64
+	res     *eval.Analysis
+	resStep int
+
+	// Supervised lists the backward states whose backward move SFT
+	// supervises (Appendix F).
+	Supervised []int
+}
+
+// New builds a trainer. init holds the starting logits, one per valid
+// transition of g in CSR order (nil: the pretrained uniform world model);
+// pretrain ignores it and starts from zero logits over every pair of
+// states. teacher is the distillation teacher's transition table (distill
+// only).
+func New(cfg Config, g *tasks.Graph, init, teacher []float64) (*Trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t := &Trainer{cfg: cfg, g: g, an: eval.NewAnalyzer(g)}
+	t.pcg = rand.NewPCG(cfg.Seed, 0x6a09e667f3bcc909)
+	t.rng = rand.New(t.pcg)
+	pred := eval.Predict(g)
+	var err error
+	switch cfg.Trainer {
+	case "pretrain":
+		err = t.buildPretrain()
+	case "sft":
+		t.limit = pred.SFTLimit
+		t.pairs, t.Supervised, err = SFTPairs(g, cfg.SupervisedBackward, t.rng)
+	case "distill":
+		t.limit = pred.RLVRLimit
+		if teacher == nil {
+			return nil, fmt.Errorf("trainers: distill needs a teacher policy")
+		}
+		if cfg.DistillTraces > 0 {
+			t.pairs, err = SampledTeacherPairs(g, teacher, cfg.DistillTraces, t.rng)
+		} else {
+			t.pairs, err = TeacherPairs(g, teacher)
+		}
+	case "rlvr-exact":
+		t.limit = pred.RLVRLimit
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.model == nil {
+		if t.model, err = graphBigram(g, init); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.buildLoss(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// graphBigram is the bigram over the graph's valid transitions: the world
+// model's mask is its support, so invalid transitions have probability
+// exactly 0. Fork-incoming and leaf-incoming rows are frozen (Section 4.1).
+func graphBigram(g *tasks.Graph, init []float64) (*nn.Bigram, error) {
+	frozen := make([]bool, g.NumStates())
+	for s := range frozen {
+		frozen[s] = !g.Trained(s)
+	}
+	cfg := nn.BigramConfig{Vocab: g.NumStates(), Support: nn.Support{Offsets: g.Offsets, Next: g.Next}, Frozen: frozen}
+	if init != nil && len(init) != len(g.Next) {
+		return nil, fmt.Errorf("trainers: initial logits: %d values for %d valid transitions", len(init), len(g.Next))
+	}
+	return nn.NewBigram(cfg, init)
+}
+
+// buildLoss adds the loss to the model's graph and compiles the step.
+func (t *Trainer) buildLoss() error {
+	p := t.model.NumParams()
+	t.inVal = tensor.New(tensor.WithShape(p), tensor.Of(tensor.Float64))
+	t.input = G.NewVector(t.model.Graph(), G.Float64, G.WithShape(p), G.WithName("constants"))
+	var cost *G.Node
+	var err error
+	if t.cfg.Trainer == "rlvr-exact" {
+		cost, err = t.model.ExpectedCost(t.input) // sum_e A(e) pi(e): grad = grad of H_f
+	} else {
+		cost, err = t.model.WeightedLogLik(t.input) // sum_e -q(e) log pi(e)
+		if err == nil {
+			w := t.inVal.Data().([]float64)
+			for k, e := range t.model.TrainableEntries() {
+				w[k] = -t.pairs[e]
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if t.solver, err = nn.NewSolver(t.cfg.Optim); err != nil {
+		return err
+	}
+	t.step, err = nn.NewStep(cost, t.model.Learnables(), t.solver)
+	return err
+}
+
+// Model is the policy being trained.
+func (t *Trainer) Model() *nn.Bigram { return t.model }
+
+// Graph is the world graph.
+func (t *Trainer) Graph() *tasks.Graph { return t.g }
+
+// Steps is the number of optimiser steps taken.
+func (t *Trainer) Steps() int { return t.done }
+
+// Limit is the hitting time the run converges to (0 for pretrain).
+func (t *Trainer) Limit() float64 { return t.limit }
+
+// Close releases the tape machine.
+func (t *Trainer) Close() error { return t.step.Close() }
+
+// Hooks are called by Run: Row with the metrics of step 0, every LogEvery
+// steps and the last step; Step after each optimiser step with the number
+// of steps taken (a place for checkpoints). Either may be nil.
+type Hooks struct {
+	Row  func(Row) error
+	Step func(steps int) error
+}
+
+// Run trains until the cap, convergence (Config.Until) or cancellation of
+// ctx. A canceled run returns ctx.Err() after its last complete step; the
+// trainer stays consistent and can be checkpointed and resumed.
+func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
+	for {
+		row, err := t.measure()
+		if err != nil {
+			return row, err
+		}
+		last := t.done >= t.cfg.Steps || t.converged(row)
+		if h.Row != nil && (t.done%t.cfg.LogEvery == 0 || last) {
+			if err := h.Row(row); err != nil {
+				return row, err
+			}
+		}
+		if last {
+			return row, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return row, err
+		}
+		if err := t.Step(); err != nil {
+			return row, err
+		}
+		if h.Step != nil {
+			if err := h.Step(t.done); err != nil {
+				return row, err
+			}
+		}
+	}
+}
+
+func (t *Trainer) converged(r Row) bool {
+	return t.cfg.Until > 0 && t.limit > 0 && math.Abs(r.HittingTime-t.limit) <= t.cfg.Until*t.limit
+}
+
+// Step takes one optimiser step.
+func (t *Trainer) Step() error {
+	if t.cfg.Trainer == "rlvr-exact" {
+		if err := t.advantages(); err != nil {
+			return err
+		}
+	}
+	if err := G.Let(t.input, t.inVal); err != nil {
+		return fmt.Errorf("trainers: step %d: %w", t.done, err)
+	}
+	cost, err := t.step.Run()
+	if err != nil {
+		return fmt.Errorf("trainers: step %d: %w", t.done, err)
+	}
+	if math.IsNaN(cost) || math.IsInf(cost, 0) {
+		return fmt.Errorf("trainers: step %d: loss is %v", t.done, cost)
+	}
+	for i, v := range t.model.Logits() {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("trainers: step %d: parameter theta[%d] is %v after the update", t.done, i, v)
+		}
+	}
+	t.done++
+	return nil
+}
+
+// advantages fills the RLVR constants: for each trainable transition,
+// A(s,a) = C(s,a) - sum_b pi(b|s) C(s,b) with C(s,a) = E_x[d_x(s) h_x(a)]
+// (eval.CostWeights), so that the autodiff gradient of sum pi A is the
+// exact dH_f/dTheta = -dJ/dTheta of Lemma 'policygrad' (Appendix B),
+// E_x[d_x(s) pi(a|s) (h_x(a) - hbar_x(s))]. Differences below 1e-12 of the
+// row's scale are rounding (e.g. between symmetric branches or multiedges)
+// and are set to exactly 0: sign descent would otherwise turn them into
+// full +-lr steps and break the symmetry the paper's analysis relies on.
+func (t *Trainer) advantages() error {
+	if t.res == nil || t.resStep != t.done {
+		if _, err := t.measure(); err != nil {
+			return err
+		}
+	}
+	probs := t.probs
+	c := t.res.CostWeights()
+	out := t.inVal.Data().([]float64)
+	entries := t.model.TrainableEntries()
+	g := t.g
+	k := 0
+	for k < len(entries) {
+		s := rowOf(g, entries[k])
+		lo, hi := g.Offsets[s], g.Offsets[s+1]
+		mean, scale := 0.0, 0.0
+		for i := lo; i < hi; i++ {
+			mean += probs[i] * c[i]
+			scale = math.Max(scale, math.Abs(c[i]))
+		}
+		for i := lo; i < hi; i++ {
+			a := c[i] - mean
+			if math.Abs(a) <= 1e-12*scale {
+				a = 0
+			}
+			out[k] = a
+			k++
+		}
+	}
+	return nil
+}
+
+// rowOf is the state whose CSR row holds entry e.
+func rowOf(g *tasks.Graph, e int) int {
+	lo, hi := 0, g.NumStates()
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if g.Offsets[mid] <= e {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}

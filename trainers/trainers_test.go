@@ -1,0 +1,348 @@
+package trainers
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/tasks"
+)
+
+func graph(t testing.TB, c tasks.Config) *tasks.Graph {
+	t.Helper()
+	g, err := tasks.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// captureSolver records the gradients it is given and does not move.
+type captureSolver struct{ grad []float64 }
+
+func (c *captureSolver) Step(model []G.ValueGrad) error {
+	gr, err := model[0].Grad()
+	if err != nil {
+		return err
+	}
+	c.grad = append([]float64(nil), gr.Data().([]float64)...)
+	return nil
+}
+func (c *captureSolver) State() []float64         { return nil }
+func (c *captureSolver) SetState([]float64) error { return nil }
+
+// randomLogits draws logits per valid transition, identical on the
+// fork-incoming rows (the paper fixes them; eval requires them equal).
+func randomLogits(g *tasks.Graph, seed uint64) []float64 {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	l := make([]float64, len(g.Next))
+	for i := range l {
+		l[i] = rng.NormFloat64()
+	}
+	f := g.Offsets[g.Branches[0].ForkIn()]
+	for _, b := range g.Branches {
+		copy(l[g.Offsets[b.ForkIn()]:], l[f:f+g.W()])
+	}
+	return l
+}
+
+// TestRLVRGradient checks the autodiff gradient of the exact RLVR loss
+// against central finite differences of eval's exact hitting time and
+// against the paper's form E_x[d_x(s) pi(a|s) (h_x(a) - hbar_x(s))].
+func TestRLVRGradient(t *testing.T) {
+	g := graph(t, tasks.Config{Branches: [][]int{{2, 3}, {1, 2}, {3}}})
+	logits := randomLogits(g, 3)
+	tr, err := New(DefaultConfig(), g, logits, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if err := tr.advantages(); err != nil {
+		t.Fatal(err)
+	}
+	// The same loss in a fresh graph, with a solver that only records.
+	model, _ := graphBigram(g, logits)
+	in := G.NewVector(model.Graph(), G.Float64, G.WithShape(model.NumParams()), G.WithName("a"))
+	cost, err := model.ExpectedCost(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capture := &captureSolver{}
+	step, err := nn.NewStep(cost, model.Learnables(), capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer step.Close()
+	G.Let(in, tr.inVal)
+	if _, err := step.Run(); err != nil {
+		t.Fatal(err)
+	}
+	an := eval.NewAnalyzer(g)
+	hit := func(l []float64) float64 {
+		m, _ := graphBigram(g, l)
+		r, err := an.Analyze(m.Probs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.HittingTime
+	}
+	probs := tr.model.Probs()
+	r, _ := eval.NewAnalyzer(g).Analyze(probs)
+	for k, e := range model.TrainableEntries() {
+		s := rowOf(g, e)
+		// Paper's form, from d_x and h_x directly.
+		paper := 0.0
+		for m := 1; m <= g.W(); m++ {
+			hbar := 0.0
+			for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {
+				hbar += probs[i] * r.H(m, g.Next[i])
+			}
+			paper += r.D(m, s) * probs[e] * (r.H(m, g.Next[e]) - hbar)
+		}
+		paper /= float64(g.W())
+		const eps = 1e-5
+		l := append([]float64(nil), logits...)
+		l[e] += eps
+		up := hit(l)
+		l[e] -= 2 * eps
+		fd := (up - hit(l)) / (2 * eps)
+		got := capture.grad[k]
+		if math.Abs(got-fd) > 1e-6*math.Max(1, math.Abs(fd)) {
+			t.Errorf("%s -> %s: autodiff %.10g, finite differences %.10g", g.Name(s), g.Name(g.Next[e]), got, fd)
+		}
+		if math.Abs(got-paper) > 1e-9*math.Max(1, math.Abs(paper)) {
+			t.Errorf("%s -> %s: autodiff %.12g, paper's d pi A form %.12g", g.Name(s), g.Name(g.Next[e]), got, paper)
+		}
+	}
+}
+
+func run(t *testing.T, cfg Config, g *tasks.Graph, init, teacher []float64) (*Trainer, Row) {
+	t.Helper()
+	tr, err := New(cfg, g, init, teacher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	last, err := tr.Run(context.Background(), Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr, last
+}
+
+// TestRLVRConverges: exact RLVR with sign descent from the pretrained
+// bigram reaches the converged backtracking policy (Theorem 3).
+func TestRLVRConverges(t *testing.T) {
+	for _, c := range []tasks.Config{{W: 3, K: 3, L: 2}, {W: 4, K: 2, L: 3}} {
+		g := graph(t, c)
+		tr, last := run(t, DefaultConfig(), g, nil, nil)
+		if limit := tr.Limit(); math.Abs(last.HittingTime-limit) > 1e-3*limit {
+			t.Errorf("%v: final hitting time %v, limit %v", c, last.HittingTime, limit)
+		}
+		for _, d := range last.Depths {
+			if min(d.A, d.B, d.C, d.D) < 0.99 {
+				t.Errorf("%v: depth %d: a,b,c,d = %v %v %v %v", c, d.Depth, d.A, d.B, d.C, d.D)
+			}
+		}
+		// The source row stays exactly uniform by symmetry.
+		p := tr.model.Probs()
+		for i := g.Offsets[0]; i < g.Offsets[1]; i++ {
+			if p[i] != p[g.Offsets[0]] {
+				t.Errorf("%v: source row not uniform: %v", c, p[g.Offsets[0]:g.Offsets[1]])
+				break
+			}
+		}
+	}
+}
+
+// TestSFT: a_j, c_j -> 1 while backward rows stay bit-for-bit unchanged
+// (Theorem 2), and the hitting time approaches the SFT limit.
+func TestSFT(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
+	cfg := DefaultConfig()
+	cfg.Trainer, cfg.Steps, cfg.Until = "sft", 3000, 1e-3
+	tr, last := run(t, cfg, g, nil, nil)
+	after := tr.model.Logits() // started at zero: the pretrained world model
+	for s, st := range g.States {
+		if st.Class != tasks.RMinus && st.Class != tasks.LMinus {
+			continue
+		}
+		for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {
+			if after[i] != 0 {
+				t.Fatalf("%s: backward row changed: logit 0 -> %v", g.Name(s), after[i])
+			}
+		}
+	}
+	limit := eval.Predict(g).SFTLimit
+	if math.Abs(last.HittingTime-limit) > 1e-3*limit {
+		t.Errorf("final hitting time %v, SFT limit %v", last.HittingTime, limit)
+	}
+	for _, d := range last.Depths {
+		if d.A < 0.99 || d.C < 0.99 || math.Abs(d.B-2.0/3) > 1e-15 || math.Abs(d.D-1.0/3) > 1e-15 {
+			t.Errorf("depth %d: a,b,c,d = %v %v %v %v, want a,c -> 1, b = 2/3, d = 1/3", d.Depth, d.A, d.B, d.C, d.D)
+		}
+	}
+}
+
+// TestSFTSupervisedBackward: supervising every backward state (p = 1)
+// teaches backtracking too (Appendix F), so SFT reaches the RLVR limit.
+func TestSFTSupervisedBackward(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
+	cfg := DefaultConfig()
+	cfg.Trainer, cfg.SupervisedBackward, cfg.Steps, cfg.Until = "sft", 1, 3000, 0
+	tr, last := run(t, cfg, g, nil, nil)
+	if limit := eval.Predict(g).RLVRLimit; math.Abs(last.HittingTime-limit) > 1e-2*limit {
+		t.Errorf("final hitting time %v, want the RLVR limit %v", last.HittingTime, limit)
+	}
+	if len(tr.Supervised) == 0 {
+		t.Error("no supervised backward states")
+	}
+}
+
+// TestDistill: SFT on the traces of an RLVR-trained teacher reaches within
+// 1% of the converged hitting time (Theorem 5), with exact and with
+// sampled traces.
+func TestDistill(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
+	teacher, _ := run(t, DefaultConfig(), g, nil, nil)
+	probs := teacher.model.Probs()
+	limit := eval.Predict(g).RLVRLimit
+	for _, traces := range []int{0, 2000} {
+		cfg := DefaultConfig()
+		cfg.Trainer, cfg.DistillTraces, cfg.Until = "distill", traces, 0.01
+		_, last := run(t, cfg, g, nil, probs)
+		if math.Abs(last.HittingTime-limit) > 0.01*limit {
+			t.Errorf("traces=%d: final hitting time %v, limit %v", traces, last.HittingTime, limit)
+		}
+	}
+}
+
+// TestPretrainBound: gradient descent from zero logits learns the mask
+// within Theorem 1's bound 1 - p_s(t) <= n_s/(m_s + t) at every step.
+func TestPretrainBound(t *testing.T) {
+	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
+	cfg := DefaultConfig()
+	cfg.Trainer, cfg.Optim = "pretrain", nn.OptimConfig{Name: "sgd", LR: 50}
+	cfg.Steps, cfg.LogEvery, cfg.Until = 400, 1, 0
+	tr, err := New(cfg, g, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var first, last Row
+	_, err = tr.Run(context.Background(), Hooks{Row: func(r Row) error {
+		if r.Step == 0 {
+			first = r
+		}
+		last = r
+		if r.BoundRatio > 1+1e-12 {
+			t.Errorf("step %d: invalid mass / bound = %v > 1", r.Step, r.BoundRatio)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(last.InvalidMass < first.InvalidMass/10) {
+		t.Errorf("invalid mass %v -> %v: did not learn the mask", first.InvalidMass, last.InvalidMass)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, mut := range []func(*Config){
+		func(c *Config) { c.Trainer = "ppo2" },
+		func(c *Config) { c.Steps = 0 },
+		func(c *Config) { c.Until = -1 },
+		func(c *Config) { c.LogEvery = 0 },
+		func(c *Config) { c.SupervisedBackward = 1.5 },
+		func(c *Config) { c.Optim.Name = "rmsprop" },
+		func(c *Config) { c.DistillTraces = -1 },
+	} {
+		c := DefaultConfig()
+		mut(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%+v: got no error", c)
+		}
+	}
+}
+
+// BenchmarkRLVRStep times one exact RLVR step at the paper's size: exact
+// analysis, advantages, the autodiff step and the sign update.
+func BenchmarkRLVRStep(b *testing.B) {
+	g := graph(b, tasks.DefaultConfig())
+	tr, err := New(DefaultConfig(), g, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tr.measure(); err != nil {
+			b.Fatal(err)
+		}
+		if err := tr.Step(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(tr.model.NumParams()), "params")
+}
+
+// TestResumeIsBitIdentical: stopping after some steps, snapshotting into a
+// fresh trainer and continuing gives the same metrics bit for bit as an
+// uninterrupted run, for every optimiser.
+func TestResumeIsBitIdentical(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	for _, opt := range []string{"sign", "sgd", "adam"} {
+		cfg := DefaultConfig()
+		cfg.Optim.Name, cfg.Steps, cfg.Until, cfg.LogEvery = opt, 60, 0, 1
+		if opt == "sgd" {
+			cfg.Optim.LR = 1e-4
+		}
+		var full []Row
+		run := func(tr *Trainer, ctx context.Context, out *[]Row) error {
+			_, err := tr.Run(ctx, Hooks{Row: func(r Row) error { *out = append(*out, r); return nil }})
+			return err
+		}
+		a, _ := New(cfg, g, nil, nil)
+		if err := run(a, context.Background(), &full); err != nil {
+			t.Fatal(err)
+		}
+		// Interrupted at step 23.
+		b, _ := New(cfg, g, nil, nil)
+		var part []Row
+		ctx, cancel := context.WithCancel(context.Background())
+		b.Run(ctx, Hooks{Row: func(r Row) error {
+			part = append(part, r)
+			if r.Step == 23 {
+				cancel()
+			}
+			return nil
+		}})
+		st, err := b.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := New(cfg, g, nil, nil)
+		if err := c.Restore(st); err != nil {
+			t.Fatal(err)
+		}
+		var rest []Row
+		if err := run(c, context.Background(), &rest); err != nil {
+			t.Fatal(err)
+		}
+		resumed := append(part[:len(part)-1], rest...) // step 23 is measured again
+		if len(resumed) != len(full) {
+			t.Fatalf("%s: %d rows resumed, %d uninterrupted", opt, len(resumed), len(full))
+		}
+		for i := range full {
+			if full[i].HittingTime != resumed[i].HittingTime || full[i].A != resumed[i].A {
+				t.Fatalf("%s: row %d differs: %v vs %v", opt, i, full[i].HittingTime, resumed[i].HittingTime)
+			}
+		}
+	}
+}
