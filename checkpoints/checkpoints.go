@@ -185,6 +185,10 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // no-op after the rename
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return fmt.Errorf("checkpoints: %w", err)
+	}
 	if _, err := io.Copy(f, bytes.NewReader(data)); err != nil {
 		f.Close()
 		return fmt.Errorf("checkpoints: write %s: %w", path, err)

@@ -3,7 +3,7 @@ package eval
 import (
 	"fmt"
 	"math"
-	"math/rand"
+	"math/rand/v2"
 
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
@@ -39,9 +39,8 @@ func NewSampler(g *tasks.Graph, probs []float64) (*Sampler, error) {
 	return &Sampler{g: g, cum: cum}, nil
 }
 
-// Step draws the next state after s.
-func (sp *Sampler) Step(s int, rng *rand.Rand) int {
-	u := rng.Float64()
+// Step returns the next state after s for a uniform variate u in [0, 1).
+func (sp *Sampler) Step(s int, u float64) int {
 	lo, hi := sp.g.Offsets[s], sp.g.Offsets[s+1]
 	for i := lo; i < hi; i++ {
 		if u < sp.cum[i] {
@@ -57,7 +56,7 @@ func (sp *Sampler) Step(s int, rng *rand.Rand) int {
 func (sp *Sampler) Rollout(t int, horizon int, rng *rand.Rand) (steps int, hit bool) {
 	s := 0
 	for horizon <= 0 || steps < horizon {
-		s = sp.Step(s, rng)
+		s = sp.Step(s, rng.Float64())
 		steps++
 		if sp.g.Hits(s, t) {
 			return steps, true
@@ -76,16 +75,16 @@ type MCResult struct {
 }
 
 // MonteCarlo runs n seeded rollouts with uniform targets.
-func (sp *Sampler) MonteCarlo(n, horizon int, seed int64) (MCResult, error) {
+func (sp *Sampler) MonteCarlo(n, horizon int, seed uint64) (MCResult, error) {
 	if n < 2 {
 		return MCResult{}, fmt.Errorf("eval: mc=%d: want at least 2 rollouts", n)
 	}
-	rng := rand.New(rand.NewSource(seed))
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	var sum, sumSq, all float64
 	hits := 0
 	W := sp.g.W()
 	for range n {
-		steps, hit := sp.Rollout(1+rng.Intn(W), horizon, rng)
+		steps, hit := sp.Rollout(1+rng.IntN(W), horizon, rng)
 		all += float64(steps)
 		if hit {
 			hits++

@@ -66,6 +66,15 @@ func (c Config) Homogeneous() (w, k, l int, ok bool) {
 	return len(c.Branches), k, l, true
 }
 
+// Name is a short readable name: "W=15,K=15,L=5" for a homogeneous graph,
+// the branch spec otherwise.
+func (c Config) Name() string {
+	if w, k, l, ok := c.Homogeneous(); ok {
+		return fmt.Sprintf("W=%d,K=%d,L=%d", w, k, l)
+	}
+	return FormatBranches(c.Branches)
+}
+
 // maxSide bounds each of W, K, L so that size arithmetic cannot overflow
 // before the memory check sees it.
 const maxSide = 1 << 20

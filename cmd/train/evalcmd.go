@@ -29,12 +29,12 @@ type evalReport struct {
 func runEval(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("eval", stdout)
 	var gf graphFlags
-	gf.register(fs)
+	gf.register(fs, tasks.DefaultConfig())
 	policy := fs.String("policy", "pretrained", "policy to analyse: "+strings.Join(eval.PolicyNames, ", "))
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	mc := fs.Int("mc", 0, "also run N Monte Carlo rollouts (0: none)")
 	horizon := fs.Int("horizon", 0, "Monte Carlo horizon in transitions (0: none)")
-	seed := fs.Int64("seed", 1, "Monte Carlo seed")
+	seed := fs.Uint64("seed", 1, "Monte Carlo seed")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func analysePolicy(g *tasks.Graph, probs []float64, name string) (*evalReport, e
 		return nil, err
 	}
 	return &evalReport{
-		Graph: tasks.FormatBranches(g.Config.Shape()), Policy: name,
+		Graph: g.Config.Name(), Policy: name,
 		States: g.NumStates(), Transitions: len(g.Next),
 		HittingTime: res.HittingTime, PerTarget: res.PerTarget,
 		ABCD: eval.ABCDTable(g, probs), Theory: eval.Predict(g),

@@ -48,12 +48,12 @@ type graphFlags struct {
 	branches string
 }
 
-func (g *graphFlags) register(fs *flag.FlagSet) {
-	def := tasks.DefaultConfig()
+func (g *graphFlags) register(fs *flag.FlagSet, def tasks.Config) {
+	g.branches = tasks.FormatBranches(def.Branches)
 	fs.IntVar(&g.w, "W", def.W, "number of branches W (>= 1)")
 	fs.IntVar(&g.k, "K", def.K, "diamonds per branch K (>= 1)")
 	fs.IntVar(&g.l, "L", def.L, "multiedges per diamond L (>= 1)")
-	fs.StringVar(&g.branches, "branches", "", `heterogeneous graph, e.g. "2,2,3;5,1": ';' between branches, ',' between the diamonds' multiedge counts (overrides -W -K -L)`)
+	fs.StringVar(&g.branches, "branches", g.branches, `heterogeneous graph, e.g. "2,2,3;5,1": ';' between branches, ',' between the diamonds' multiedge counts (overrides -W -K -L)`)
 }
 
 // config resolves the flags into a validated graph configuration.

@@ -30,6 +30,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errHelp):
 		return 0
+	case errors.As(err, new(interrupted)):
+		var in interrupted
+		errors.As(err, &in)
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		return 128 + int(in.sig)
 	case errors.As(err, new(usageError)):
 		fmt.Fprintf(stderr, "train: %v\n", err)
 		return 2
@@ -48,9 +53,11 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "eval":
 		return runEval(args[1:], stdout, stderr)
+	case "run":
+		return runRun(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, manual)
 		return nil
 	}
-	return usagef("unknown subcommand %q: want eval or help (no arguments runs the paper's headline experiment)", args[0])
+	return usagef("unknown subcommand %q: want run, eval or help (no arguments runs the paper's headline experiment)", args[0])
 }

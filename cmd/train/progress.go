@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/rlvr-backtrack/backtrack/trainers"
+)
+
+// progress shows a bar with the current hitting time on a terminal, and one
+// greppable log line per second otherwise (CI, pipes).
+type progress struct {
+	w     io.Writer
+	bar   *progressbar.ProgressBar
+	total int
+	last  time.Time
+	start time.Time
+	row   trainers.Row
+}
+
+func newProgress(w io.Writer, total, done int) *progress {
+	p := &progress{w: w, total: total, start: time.Now()}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)
+		p.bar.Set(done)
+	}
+	return p
+}
+
+func (p *progress) update(r trainers.Row) {
+	p.row = r
+	if p.bar != nil {
+		p.bar.Describe(fmt.Sprintf("hitting time %-12.6g", r.HittingTime))
+		p.bar.Set(r.Step)
+		return
+	}
+	if time.Since(p.last) >= time.Second {
+		p.log()
+	}
+}
+
+func (p *progress) log() {
+	r := p.row
+	fmt.Fprintf(p.w, "step %d/%d hitting_time %.6g objective %.6g a %.4f b %.4f c %.4f d %.4f elapsed %.1fs\n",
+		r.Step, p.total, r.HittingTime, r.Objective, r.A, r.B, r.C, r.D, time.Since(p.start).Seconds())
+	p.last = time.Now()
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+		return
+	}
+	p.log()
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/rlvr-backtrack/backtrack/checkpoints"
+	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/tasks"
+	"github.com/rlvr-backtrack/backtrack/trainers"
+)
+
+// interrupted reports a run stopped by a signal after its checkpoint was
+// written; main exits 128+signal.
+type interrupted struct {
+	sig  syscall.Signal
+	step int
+	dir  string
+}
+
+func (e interrupted) Error() string {
+	return fmt.Sprintf("interrupted by %v at step %d; checkpoint written; resume with: train run -resume %s", e.sig, e.step, e.dir)
+}
+
+func runRun(args []string, stdout, stderr io.Writer) error {
+	rc := defaultRunConfig()
+	if path := findFlag(args, "config"); path != "" {
+		if err := loadRunConfig(path, &rc); err != nil {
+			return err
+		}
+	}
+	fs := newFlagSet("run", stdout)
+	var gf graphFlags
+	_, resume := runFlags(fs, &rc, &gf)
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if *resume != "" {
+		set := 0
+		fs.Visit(func(*flag.Flag) { set++ })
+		if set > 1 {
+			return usagef("run: -resume takes no other flags: the run continues with the config.json of %s", *resume)
+		}
+		return resumeRun(*resume, stdout, stderr)
+	}
+	g, err := gf.config(fs)
+	if err != nil {
+		return err
+	}
+	rc.Graph = g
+	if err := rc.validate(); err != nil {
+		return err
+	}
+	return train(rc, nil, stdout, stderr)
+}
+
+// runDefault runs the paper's headline experiment (Figures 3-4) into
+// runs/fig3-4.
+func runDefault(stdout, stderr io.Writer) error {
+	rc := defaultRunConfig()
+	rc.Out = filepath.Join("runs", "fig3-4")
+	if err := rc.validate(); err != nil {
+		return err
+	}
+	return train(rc, nil, stdout, stderr)
+}
+
+// resumeRun continues the run in dir from its checkpoint.
+func resumeRun(dir string, stdout, stderr io.Writer) error {
+	ck, err := checkpoints.Load(filepath.Join(dir, checkpointFile))
+	if err != nil {
+		return usagef("run: -resume %s: %v", dir, err)
+	}
+	var rc runConfig
+	if err := json.Unmarshal(ck.Config, &rc); err != nil {
+		return usagef("run: -resume %s: checkpoint config: %v", dir, err)
+	}
+	rc.Out = dir
+	if err := rc.validate(); err != nil {
+		return err
+	}
+	return train(rc, ck, stdout, stderr)
+}
+
+const checkpointFile = "checkpoint.bin"
+
+// train runs one configured training into its folder, from scratch or from
+// a checkpoint.
+func train(rc runConfig, ck *checkpoints.Checkpoint, stdout, stderr io.Writer) error {
+	start := time.Now()
+	g, err := tasks.New(rc.Graph)
+	if err != nil {
+		return usagef("run: %v", err)
+	}
+	var teacher []float64
+	if rc.Train.Trainer == "distill" {
+		if teacher, err = loadTeacher(rc.Teacher, g); err != nil {
+			return err
+		}
+	}
+	tr, err := trainers.New(rc.Train, g, nil, teacher)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	cfgJSON, _ := json.MarshalIndent(rc, "", "  ")
+	if ck != nil {
+		if err := restore(tr, ck, cfgJSON); err != nil {
+			return err
+		}
+	}
+	out, err := openRunDir(rc.Out, cfgJSON, ck)
+	if err != nil {
+		return err
+	}
+	defer out.close()
+	save := func() error {
+		st, err := tr.State()
+		if err != nil {
+			return err
+		}
+		return saveCheckpoint(filepath.Join(rc.Out, checkpointFile), cfgJSON, st)
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var got os.Signal
+	go func() {
+		select {
+		case got = <-sigs:
+			stop()
+		case <-ctx.Done():
+		}
+	}()
+
+	prog := newProgress(stdout, rc.Train.Steps, tr.Steps())
+	var first *trainers.Row
+	last, err := tr.Run(ctx, trainers.Hooks{
+		Row: func(r trainers.Row) error {
+			if first == nil {
+				first = &r
+			}
+			prog.update(r)
+			return out.write(r)
+		},
+		Step: func(step int) error {
+			if rc.CheckpointEvery > 0 && step%rc.CheckpointEvery == 0 {
+				return save()
+			}
+			return nil
+		},
+	})
+	prog.finish()
+	if errors.Is(err, context.Canceled) && got != nil {
+		if err := save(); err != nil {
+			return err
+		}
+		return interrupted{sig: got.(syscall.Signal), step: tr.Steps(), dir: rc.Out}
+	}
+	if err != nil {
+		return err
+	}
+	if err := save(); err != nil {
+		return err
+	}
+	initial := out.firstHittingTime(first)
+	sum := summary{
+		Trainer: rc.Train.Trainer, Graph: g.Config.Name(),
+		InitialHittingTime: initial, FinalHittingTime: last.HittingTime, LimitHittingTime: tr.Limit(),
+		Steps: tr.Steps(), WallSeconds: time.Since(start).Seconds(), Theory: eval.Predict(g),
+		Converged: rc.Train.Until > 0 && tr.Limit() > 0 && relDist(last.HittingTime, tr.Limit()) <= rc.Train.Until,
+		FinalABCD: [4]float64{last.A, last.B, last.C, last.D},
+	}
+	if err := out.finish(sum); err != nil {
+		return err
+	}
+	printSummary(stdout, rc, sum)
+	return nil
+}
+
+func relDist(x, y float64) float64 {
+	d := (x - y) / y
+	if d < 0 {
+		return -d
+	}
+	return d
+}

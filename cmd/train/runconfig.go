@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rlvr-backtrack/backtrack/tasks"
+	"github.com/rlvr-backtrack/backtrack/trainers"
+)
+
+// runConfig is everything a training run needs; it is what -config reads,
+// what config.json holds and what every checkpoint embeds.
+type runConfig struct {
+	Graph tasks.Config    `json:"graph"`
+	Model string          `json:"model"` // bigram
+	Train trainers.Config `json:"train"`
+	// Teacher (distill) is "rlvr-limit" or a run folder whose checkpoint is
+	// the teacher.
+	Teacher string `json:"teacher,omitempty"`
+	// CheckpointEvery writes a checkpoint every N steps (0: only at the end
+	// and on interruption).
+	CheckpointEvery int    `json:"checkpoint_every"`
+	Out             string `json:"out"`
+}
+
+// defaultRunConfig is the paper's headline experiment (Figures 3-4).
+func defaultRunConfig() runConfig {
+	return runConfig{Graph: tasks.DefaultConfig(), Model: "bigram", Train: trainers.DefaultConfig(), CheckpointEvery: 100}
+}
+
+func (rc *runConfig) validate() error {
+	if err := rc.Graph.Validate(); err != nil {
+		return usagef("run: %v", strings.TrimPrefix(err.Error(), "tasks: "))
+	}
+	if rc.Model != "bigram" {
+		return usagef("run: model %q: want bigram", rc.Model)
+	}
+	if err := rc.Train.Validate(); err != nil {
+		return usagef("run: %v", err)
+	}
+	if rc.CheckpointEvery < 0 {
+		return usagef("run: checkpoint_every %d: want >= 0 (0: only at the end)", rc.CheckpointEvery)
+	}
+	if rc.Train.Trainer == "distill" && rc.Teacher == "" {
+		return usagef("run: distill needs -teacher: rlvr-limit or a run folder with a checkpoint")
+	}
+	if rc.Train.Trainer != "distill" && rc.Teacher != "" {
+		return usagef("run: -teacher %q: only the distill trainer has a teacher", rc.Teacher)
+	}
+	if rc.Out == "" {
+		rc.Out = filepath.Join("runs", defaultName(*rc))
+	}
+	return nil
+}
+
+// defaultName names a run folder after its trainer, graph and seed.
+func defaultName(rc runConfig) string {
+	shape := fmt.Sprintf("W%dK%dL%d", rc.Graph.W, rc.Graph.K, rc.Graph.L)
+	if len(rc.Graph.Branches) > 0 {
+		shape = "branches-" + strings.NewReplacer(";", "_", ",", ".").Replace(tasks.FormatBranches(rc.Graph.Branches))
+	}
+	return fmt.Sprintf("%s-%s-seed%d", rc.Train.Trainer, shape, rc.Train.Seed)
+}
+
+// loadRunConfig reads a JSON config strictly: unknown keys are errors.
+func loadRunConfig(path string, rc *runConfig) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return usagef("run: -config: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(rc); err != nil {
+		return usagef("run: -config %s: %v", path, err)
+	}
+	if dec.More() {
+		return usagef("run: -config %s: more than one JSON object", path)
+	}
+	return nil
+}
+
+// runFlags registers the flags of train run on fs with rc's values as
+// defaults, so flags the user sets override a -config file read into rc.
+func runFlags(fs *flag.FlagSet, rc *runConfig, gf *graphFlags) (configPath, resume *string) {
+	gf.register(fs, rc.Graph)
+	configPath = fs.String("config", "", "read the run configuration from this JSON file (same fields as config.json); flags override it")
+	resume = fs.String("resume", "", "resume the run in this folder from its last checkpoint (its config.json is authoritative)")
+	fs.StringVar(&rc.Model, "model", rc.Model, "model: bigram")
+	fs.StringVar(&rc.Train.Trainer, "trainer", rc.Train.Trainer, "trainer: "+strings.Join(trainers.Names, ", "))
+	fs.StringVar(&rc.Train.Optim.Name, "optimizer", rc.Train.Optim.Name, "optimizer: sign (the paper's), sgd or adam")
+	fs.Float64Var(&rc.Train.Optim.LR, "lr", rc.Train.Optim.LR, "learning rate")
+	fs.IntVar(&rc.Train.Steps, "steps", rc.Train.Steps, "step cap")
+	fs.Float64Var(&rc.Train.Until, "until", rc.Train.Until, "stop within this relative distance of the limit hitting time (0: run all steps)")
+	fs.Uint64Var(&rc.Train.Seed, "seed", rc.Train.Seed, "seed of every random choice")
+	fs.IntVar(&rc.Train.LogEvery, "log-every", rc.Train.LogEvery, "metrics row every N steps")
+	fs.Float64Var(&rc.Train.SupervisedBackward, "supervised-backward", rc.Train.SupervisedBackward, "sft: fraction of backward states also supervised (Appendix F)")
+	fs.IntVar(&rc.Train.DistillTraces, "distill-traces", rc.Train.DistillTraces, "distill: sampled teacher traces (0: exact teacher distribution)")
+	fs.StringVar(&rc.Teacher, "teacher", rc.Teacher, "distill: rlvr-limit or a run folder whose checkpoint is the teacher")
+	fs.IntVar(&rc.CheckpointEvery, "checkpoint-every", rc.CheckpointEvery, "checkpoint every N steps (0: at the end and on interruption only)")
+	fs.StringVar(&rc.Out, "out", rc.Out, "run folder (default runs/<trainer>-<graph>-seed<seed>)")
+	return configPath, resume
+}
+
+// findFlag returns the value of -name in args without parsing the rest.
+func findFlag(args []string, name string) string {
+	for i, a := range args {
+		for _, p := range []string{"-" + name, "--" + name} {
+			if a == p && i+1 < len(args) {
+				return args[i+1]
+			}
+			if v, ok := strings.CutPrefix(a, p+"="); ok {
+				return v
+			}
+		}
+	}
+	return ""
+}

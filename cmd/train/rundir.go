@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/rlvr-backtrack/backtrack/checkpoints"
+	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/tasks"
+	"github.com/rlvr-backtrack/backtrack/trainers"
+)
+
+// summary is summary.json: written last, its presence marks a complete run.
+type summary struct {
+	Trainer            string           `json:"trainer"`
+	Graph              string           `json:"graph"`
+	InitialHittingTime float64          `json:"initial_hitting_time"`
+	FinalHittingTime   float64          `json:"final_hitting_time"`
+	LimitHittingTime   float64          `json:"limit_hitting_time"`
+	Converged          bool             `json:"converged"`
+	Steps              int              `json:"steps"`
+	WallSeconds        float64          `json:"wall_seconds"`
+	FinalABCD          [4]float64       `json:"final_mean_abcd"`
+	Theory             eval.Predictions `json:"theory"`
+}
+
+// runDir writes a run folder: config.json, metrics.csv, abcd.csv, the
+// checkpoint, then summary.json and the plots at the end.
+type runDir struct {
+	dir            string
+	metrics, abcd  *os.File
+	mw, aw         *bufio.Writer
+	rows           []trainers.Row // every row of the run, kept ones included
+	initialHitting float64
+}
+
+const (
+	metricsHeader = "step,hitting_time,objective,a,b,c,d"
+	abcdHeader    = "step,depth,a,b,c,d"
+)
+
+// openRunDir prepares dir: a fresh run clears what an earlier run left; a
+// resumed run keeps the metrics of the steps before its checkpoint.
+func openRunDir(dir string, cfgJSON []byte, ck *checkpoints.Checkpoint) (*runDir, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// The products of a finished run go first, so an interrupted new run
+	// never looks complete.
+	for _, f := range []string{"summary.json", "hitting_time.png", "abcd.png"} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+	}
+	if ck == nil {
+		if err := os.Remove(filepath.Join(dir, checkpointFile)); err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+	}
+	if err := checkpoints.WriteFileAtomic(filepath.Join(dir, "config.json"), append(cfgJSON, '\n')); err != nil {
+		return nil, err
+	}
+	r := &runDir{dir: dir, initialHitting: math.NaN()}
+	keep := -1 // keep rows with step < keep
+	if ck != nil {
+		keep = ck.Step
+	}
+	var err error
+	var kept [][]string
+	if r.metrics, kept, err = reopenCSV(filepath.Join(dir, "metrics.csv"), metricsHeader, keep); err != nil {
+		return nil, err
+	}
+	for _, rec := range kept {
+		if len(rec) > 1 && rec[0] == "0" {
+			r.initialHitting, _ = strconv.ParseFloat(rec[1], 64)
+		}
+	}
+	if r.abcd, _, err = reopenCSV(filepath.Join(dir, "abcd.csv"), abcdHeader, keep); err != nil {
+		return nil, err
+	}
+	r.mw, r.aw = bufio.NewWriter(r.metrics), bufio.NewWriter(r.abcd)
+	return r, nil
+}
+
+// reopenCSV rewrites path with its header and the rows whose step is below
+// keep (none when keep < 0), and opens it for appending.
+func reopenCSV(path, header string, keep int) (*os.File, [][]string, error) {
+	var buf bytes.Buffer
+	buf.WriteString(header + "\n")
+	var kept [][]string
+	if keep >= 0 {
+		data, err := os.ReadFile(path)
+		if err != nil && !os.IsNotExist(err) {
+			return nil, nil, err
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			rec := strings.Split(line, ",")
+			if i == 0 || len(rec) < 2 {
+				continue
+			}
+			if step, err := strconv.Atoi(rec[0]); err == nil && step < keep {
+				buf.WriteString(line + "\n")
+				kept = append(kept, rec)
+			}
+		}
+	}
+	if err := checkpoints.WriteFileAtomic(path, buf.Bytes()); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+	return f, kept, err
+}
+
+func (r *runDir) write(row trainers.Row) error {
+	r.rows = append(r.rows, row)
+	if row.Step == 0 {
+		r.initialHitting = row.HittingTime
+	}
+	fmt.Fprintf(r.mw, "%d,%s,%s,%s,%s,%s,%s\n", row.Step, f64(row.HittingTime), f64(row.Objective), f64(row.A), f64(row.B), f64(row.C), f64(row.D))
+	for _, d := range row.Depths {
+		fmt.Fprintf(r.aw, "%d,%d,%s,%s,%s,%s\n", row.Step, d.Depth, f64(d.A), f64(d.B), f64(d.C), f64(d.D))
+	}
+	// Flushed at every row: an interrupted run keeps its metrics.
+	if err := r.mw.Flush(); err != nil {
+		return err
+	}
+	return r.aw.Flush()
+}
+
+// f64 formats a float exactly (shortest round-trip form).
+func f64(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+func (r *runDir) firstHittingTime(*trainers.Row) float64 { return r.initialHitting }
+
+func (r *runDir) close() {
+	r.mw.Flush()
+	r.aw.Flush()
+	r.metrics.Close()
+	r.abcd.Close()
+}
+
+// finish writes the plots, then summary.json last.
+func (r *runDir) finish(s summary) error {
+	if err := r.mw.Flush(); err != nil {
+		return err
+	}
+	if err := r.aw.Flush(); err != nil {
+		return err
+	}
+	if err := writePlots(r.dir, s); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(s, "", "  ")
+	return checkpoints.WriteFileAtomic(filepath.Join(r.dir, "summary.json"), append(b, '\n'))
+}
+
+// saveCheckpoint writes the trainer state with the run's config.
+func saveCheckpoint(path string, cfgJSON []byte, st trainers.State) error {
+	return checkpoints.Save(path, &checkpoints.Checkpoint{
+		Kind: "bigram", Config: cfgJSON, Step: st.Step, RNG: st.RNG,
+		Tensors: []checkpoints.Tensor{{Name: "logits", Data: st.Logits}, {Name: "optimizer", Data: st.Optim}},
+	})
+}
+
+// restore loads a checkpoint into a trainer built from the same config.
+func restore(tr *trainers.Trainer, ck *checkpoints.Checkpoint, cfgJSON []byte) error {
+	if ck.Kind != "bigram" {
+		return usagef("run: checkpoint is a %s model, this run trains a bigram", ck.Kind)
+	}
+	logits, err := ck.Tensor("logits", len(tr.Graph().Next))
+	if err != nil {
+		return usagef("run: %v", err)
+	}
+	opt, err := ck.Tensor("optimizer", -1)
+	if err != nil {
+		return usagef("run: %v", err)
+	}
+	if err := tr.Restore(trainers.State{Step: ck.Step, Logits: logits, Optim: opt, RNG: ck.RNG}); err != nil {
+		return usagef("run: checkpoint: %v", err)
+	}
+	return nil
+}
+
+// loadTeacher returns the distillation teacher's transition table:
+// rlvr-limit, or the bigram checkpointed in a run folder on the same graph.
+func loadTeacher(spec string, g *tasks.Graph) ([]float64, error) {
+	if spec == "rlvr-limit" {
+		return eval.PolicyRLVRLimit(g), nil
+	}
+	probs, err := bigramFromRun(spec, g)
+	if err != nil {
+		return nil, usagef("run: -teacher %s: %v", spec, err)
+	}
+	return probs, nil
+}
+
+// bigramFromRun loads the transition table of the bigram checkpointed in
+// dir, checking that it was trained on graph g (g nil: its own graph).
+func bigramFromRun(dir string, g *tasks.Graph) ([]float64, error) {
+	ck, err := checkpoints.Load(filepath.Join(dir, checkpointFile))
+	if err != nil {
+		return nil, err
+	}
+	if ck.Kind != "bigram" {
+		return nil, fmt.Errorf("checkpoint is a %s model, want a bigram", ck.Kind)
+	}
+	var rc runConfig
+	if err := json.Unmarshal(ck.Config, &rc); err != nil {
+		return nil, fmt.Errorf("checkpoint config: %v", err)
+	}
+	if g == nil {
+		if g, err = tasks.New(rc.Graph); err != nil {
+			return nil, err
+		}
+	} else if a, b := tasks.FormatBranches(rc.Graph.Shape()), tasks.FormatBranches(g.Config.Shape()); a != b {
+		return nil, fmt.Errorf("checkpoint was trained on graph %q, this graph is %q", a, b)
+	}
+	logits, err := ck.Tensor("logits", len(g.Next))
+	if err != nil {
+		return nil, err
+	}
+	frozen := make([]bool, g.NumStates())
+	m, err := nn.NewBigram(nn.BigramConfig{Vocab: g.NumStates(), Support: nn.Support{Offsets: g.Offsets, Next: g.Next}, Frozen: frozen}, logits)
+	if err != nil {
+		return nil, err
+	}
+	return m.Probs(), nil
+}
+
+// printSummary prints the closing table of a run.
+func printSummary(w io.Writer, rc runConfig, s summary) {
+	fmt.Fprintf(w, "\n%s on graph %s, %d steps in %.2fs -> %s\n", s.Trainer, s.Graph, s.Steps, s.WallSeconds, rc.Out)
+	fmt.Fprintf(w, "  %-28s %14s   %s\n", "", "measured", "theory")
+	th := "-"
+	if s.Theory.H0 > 0 {
+		th = num(s.Theory.H0) + " (H_0)"
+	}
+	fmt.Fprintf(w, "  %-28s %14s   %s\n", "initial hitting time", num(s.InitialHittingTime), th)
+	lim := "-"
+	if s.LimitHittingTime > 0 {
+		lim = fmt.Sprintf("%s (limit; leading term 4 sum k = %s)", num(s.LimitHittingTime), num(s.Theory.RLVRLeading))
+		if rc.Train.Trainer == "sft" {
+			lim = num(s.LimitHittingTime) + " (SFT limit)"
+		}
+	}
+	fmt.Fprintf(w, "  %-28s %14s   %s\n", "final hitting time", num(s.FinalHittingTime), lim)
+	fmt.Fprintf(w, "  %-28s %14s\n", "final mean a, b, c, d", fmt.Sprintf("%.4f %.4f %.4f %.4f", s.FinalABCD[0], s.FinalABCD[1], s.FinalABCD[2], s.FinalABCD[3]))
+}
