@@ -91,6 +91,17 @@ func PolicySFTLimit(g *tasks.Graph) []float64 {
 	return p
 }
 
+// PolicySFTLimitSupervised is the limit of SFT that also supervises the
+// given backward states (Appendix F): those states backtrack surely, the
+// other backward states keep their pretrained rows.
+func PolicySFTLimitSupervised(g *tasks.Graph, supervised []int) []float64 {
+	p := PolicySFTLimit(g)
+	for _, s := range supervised {
+		setDesired(g, p, s, 1)
+	}
+	return p
+}
+
 // PolicyRLVRLimit is the converged RLVR policy (Theorem 3): a_j = b_j = c_j = d_j = 1.
 func PolicyRLVRLimit(g *tasks.Graph) []float64 {
 	return PolicyFromABCD(g, func(int, int) (float64, float64, float64, float64) { return 1, 1, 1, 1 })

@@ -62,6 +62,12 @@ func New(cfg Config, g *tasks.Graph, init, teacher []float64) (*Trainer, error) 
 	case "sft":
 		t.limit = pred.SFTLimit
 		t.pairs, t.Supervised, err = SFTPairs(g, cfg.SupervisedBackward, t.rng)
+		if err == nil && len(t.Supervised) > 0 {
+			var r *eval.Analysis
+			if r, err = t.an.Analyze(eval.PolicySFTLimitSupervised(g, t.Supervised)); err == nil {
+				t.limit = r.HittingTime
+			}
+		}
 	case "distill":
 		t.limit = pred.RLVRLimit
 		if teacher == nil {
@@ -141,7 +147,9 @@ func (t *Trainer) Graph() *tasks.Graph { return t.g }
 // Steps is the number of optimiser steps taken.
 func (t *Trainer) Steps() int { return t.done }
 
-// Limit is the hitting time the run converges to (0 for pretrain).
+// Limit is the exact hitting time of the policy the run converges to: the
+// converged backtracking policy (rlvr-exact, distill), the SFT limit with
+// its supervised backward states backtracking (sft); 0 for pretrain.
 func (t *Trainer) Limit() float64 { return t.limit }
 
 // Close releases the tape machine.

@@ -1,35 +1,79 @@
 // Command train reproduces and extends "Provable Benefits of RLVR over SFT
-// for Reasoning Models: Learning to Backtrack Efficiently".
+// for Reasoning Models: Learning to Backtrack Efficiently": chain-of-thought
+// as pathfinding on a multigraph of W branches of K diamonds of L
+// multiedges, a linear-softmax bigram over directed edge states, trained by
+// SFT, exact RLVR and distillation with gorgonia's autodiff, and an exact
+// Markov-chain evaluator.
 //
 // Usage:
 //
-//	train                      run the paper's headline experiment
-//	train eval [flags]         exact analysis of a policy
-//	train help                 this manual
+//	train                      the paper's headline experiment (Figures 3-4)
+//	train run [flags]          one training run into a run folder
+//	train eval [flags]         exact analysis of a policy or a checkpoint
+//	train help                 the manual below
 //
-// See the manual constant below (printed by train help) for every flag.
+// The manual printed by "train help" lists every flag with examples.
 package main
 
-const manual = `train: exact autodiff trainer for the RLVR-vs-SFT backtracking paper.
+const manual = `train: exact autodiff trainer for "Provable Benefits of RLVR over SFT for
+Reasoning Models: Learning to Backtrack Efficiently".
 
 usage:
-  train                  run the paper's headline experiment (W=K=L... see README)
-  train eval [flags]     exact Markov-chain analysis of a policy
+  train                  run the paper's headline experiment: W=15, K=15, L=5,
+                         exact RLVR with sign gradient descent (lr 0.01) from the
+                         pretrained bigram, until within 0.1% of the converged
+                         hitting time; writes runs/fig3-4
+  train run [flags]      one training run (flags or -config FILE.json)
+  train eval [flags]     exact Markov-chain analysis of a policy or a checkpoint
   train help             this text
 
+graph flags (run and eval):
+  -W, -K, -L int         homogeneous graph (default 15, 15, 5)
+  -branches SPEC         heterogeneous graph, e.g. "2,2,3;5,1;4,4,4,4": ';' between
+                         branches, ',' between the diamonds' multiedge counts
+
+train run flags:
+  -config FILE           JSON with the fields of config.json; flags override it
+  -trainer NAME          pretrain | sft | rlvr-exact | distill (default rlvr-exact)
+  -model NAME            bigram
+  -optimizer NAME        sign (the paper's) | sgd | adam (default sign)
+  -lr X                  learning rate (default 0.01)
+  -steps N               step cap (default 20000)
+  -until X               stop within this relative distance of the limit hitting
+                         time (default 0.001; 0 runs all steps)
+  -seed N                seed of every random choice (default 1)
+  -log-every N           metrics row every N steps (default 10)
+  -supervised-backward P sft: also supervise a fraction P of backward states
+  -distill-traces N      distill: N sampled teacher traces (0: exact teacher)
+  -teacher SPEC          distill: rlvr-limit or a run folder with a checkpoint
+  -checkpoint-every N    checkpoint every N steps (default 100; 0: at the end)
+  -out DIR               run folder (default runs/<trainer>-<graph>-seed<seed>)
+  -resume DIR            continue the run in DIR from its checkpoint
+
+  A run folder holds config.json, metrics.csv (step, hitting_time, objective,
+  mean a, b, c, d, and for pretrain invalid_mass, bound_ratio), abcd.csv (step, depth, a, b, c, d), checkpoint.bin, and when
+  the run completes hitting_time.png and abcd.png (pretrain: invalid_mass.png)
+  and summary.json (written last).
+  SIGINT or SIGTERM writes a checkpoint and exits 130 or 143 with the command
+  that resumes; the resumed run reaches the same metrics bit for bit.
+
 train eval flags:
-  -W, -K, -L int         graph shape (default 15, 15, 5)
-  -branches SPEC         heterogeneous graph, e.g. "2,2,3;5,1;4,4,4,4"
-                         (';' separates branches, ',' the diamonds' multiedge counts)
   -policy NAME           pretrained | sft-limit | rlvr-limit (default pretrained)
-  -json                  print one JSON object: hitting_time, per_target, abcd,
-                         theory, states (and mc_* keys with -mc)
+  -checkpoint DIR        evaluate the bigram checkpointed in a run folder
+  -json                  one JSON object: hitting_time, per_target, abcd, theory,
+                         states (and mc_* keys with -mc)
   -mc N                  also run N seeded Monte Carlo rollouts
   -horizon H             Monte Carlo horizon in transitions (0: none)
   -seed S                Monte Carlo seed (default 1)
 
+exit codes: 0 success, 1 failure, 2 bad input (one line naming the field),
+130/143 interrupted (checkpoint written).
+
 examples:
-  train eval -policy sft-limit -W 15 -K 15 -L 5
-  train eval -branches "2,2,3;5,1;4,4,4,4" -policy rlvr-limit -json
-  train eval -W 3 -K 2 -L 2 -mc 100000
+  train run -trainer sft -W 6 -K 6 -L 3 -steps 3000
+  train run -trainer distill -teacher runs/fig3-4 -until 0.01
+  train run -branches "2,2,3;5,1;4,4,4,4" -out runs/hetero
+  train run -resume runs/fig3-4
+  train eval -policy sft-limit
+  train eval -checkpoint runs/fig3-4 -mc 10000 -json
 `

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -35,8 +36,14 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	mc := fs.Int("mc", 0, "also run N Monte Carlo rollouts (0: none)")
 	horizon := fs.Int("horizon", 0, "Monte Carlo horizon in transitions (0: none)")
 	seed := fs.Uint64("seed", 1, "Monte Carlo seed")
+	ckpt := fs.String("checkpoint", "", "evaluate the model checkpointed in this run folder (its graph comes from the checkpoint)")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *ckpt != "" && (set["W"] || set["K"] || set["L"] || set["branches"] || set["policy"]) {
+		return usagef("eval: -checkpoint takes its graph and policy from the run folder: drop -W, -K, -L, -branches and -policy")
 	}
 	cfg, err := gf.config(fs)
 	if err != nil {
@@ -51,13 +58,20 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if *horizon < 0 {
 		return usagef("eval: -horizon %d: want >= 0 (0: no limit)", *horizon)
 	}
-	g, err := tasks.New(cfg)
-	if err != nil {
-		return err
-	}
-	probs, err := eval.Named(g, *policy)
-	if err != nil {
-		return err
+	var g *tasks.Graph
+	var probs []float64
+	if *ckpt != "" {
+		if g, probs, err = bigramFromRun(*ckpt, nil); err != nil {
+			return usagef("eval: -checkpoint %s: %v", *ckpt, err)
+		}
+		*policy = "checkpoint " + *ckpt
+	} else {
+		if g, err = tasks.New(cfg); err != nil {
+			return err
+		}
+		if probs, err = eval.Named(g, *policy); err != nil {
+			return err
+		}
 	}
 	rep, err := analysePolicy(g, probs, *policy)
 	if err != nil {

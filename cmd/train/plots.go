@@ -24,6 +24,9 @@ func writePlots(dir string, s summary) error {
 	if err != nil {
 		return err
 	}
+	if s.Trainer == "pretrain" {
+		return plotInvalidMass(filepath.Join(dir, "invalid_mass.png"), m, s)
+	}
 	if err := plotHitting(filepath.Join(dir, "hitting_time.png"), m, s); err != nil {
 		return err
 	}
@@ -106,15 +109,15 @@ func plotHitting(path string, rows [][]float64, s summary) error {
 		}
 		hi = math.Max(hi, s.Theory.H0)
 	}
-	if s.LimitHittingTime > 0 {
-		label := "limit " + num(s.LimitHittingTime) + " (converged backtracking; 4 sum k = " + num(s.Theory.RLVRLeading) + ")"
+	if lim := val(s.LimitHittingTime); lim > 0 {
+		label := "limit " + num(lim) + " (converged backtracking; 4 sum k = " + num(s.Theory.RLVRLeading) + ")"
 		if s.Trainer == "sft" {
-			label = "SFT limit " + num(s.LimitHittingTime) + " (Appendix D)"
+			label = "SFT limit " + num(lim)
 		}
-		if err := hline(p, s.LimitHittingTime, x0, x1, label, color.RGBA{R: 44, G: 160, B: 44, A: 255}); err != nil {
+		if err := hline(p, lim, x0, x1, label, color.RGBA{R: 44, G: 160, B: 44, A: 255}); err != nil {
 			return err
 		}
-		lo = math.Min(lo, s.LimitHittingTime)
+		lo = math.Min(lo, lim)
 	}
 	p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
 	p.Legend.Top = true
@@ -206,4 +209,44 @@ func (stepTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ts
+}
+
+// plotInvalidMass draws Theorem 1: the largest mass a state puts on invalid
+// transitions, and its ratio to the bound n_s/(m_s + t), against steps.
+func plotInvalidMass(path string, rows [][]float64, s summary) error {
+	p := plot.New()
+	p.Title.Text = "Pretraining from zero logits learns the world model's mask (Theorem 1), graph " + s.Graph
+	p.X.Label.Text = "training step"
+	p.X.Tick.Marker = stepTicks{}
+	p.Y.Label.Text = "max over states (log scale)"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	for i, c := range []struct {
+		col   int
+		label string
+		color color.Color
+	}{{7, "mass on invalid transitions 1 - p_s(t)", color.RGBA{R: 31, G: 119, B: 180, A: 255}},
+		{8, "ratio to the bound n_s/(m_s + t) (<= 1)", color.RGBA{R: 214, G: 39, B: 40, A: 255}}} {
+		var xy plotter.XYs
+		for _, r := range rows {
+			if len(r) > c.col && r[c.col] > 0 {
+				xy = append(xy, plotter.XY{X: r[0], Y: r[c.col]})
+			}
+		}
+		if len(xy) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return err
+		}
+		l.Color, l.Width = c.color, vg.Points(2)
+		if i == 1 {
+			l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		}
+		p.Add(l)
+		p.Legend.Add(c.label, l)
+	}
+	p.Legend.Top = true
+	return p.Save(8*vg.Inch, 5*vg.Inch, path)
 }

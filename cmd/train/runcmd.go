@@ -93,6 +93,10 @@ func resumeRun(dir string, stdout, stderr io.Writer) error {
 
 const checkpointFile = "checkpoint.bin"
 
+// interruptAtStep lets tests deliver a simulated SIGINT after a given step
+// (0: never).
+var interruptAtStep int
+
 // train runs one configured training into its folder, from scratch or from
 // a checkpoint.
 func train(rc runConfig, ck *checkpoints.Checkpoint, stdout, stderr io.Writer) error {
@@ -146,16 +150,16 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, stdout, stderr io.Writer) e
 	}()
 
 	prog := newProgress(stdout, rc.Train.Steps, tr.Steps())
-	var first *trainers.Row
 	last, err := tr.Run(ctx, trainers.Hooks{
 		Row: func(r trainers.Row) error {
-			if first == nil {
-				first = &r
-			}
 			prog.update(r)
 			return out.write(r)
 		},
 		Step: func(step int) error {
+			if step == interruptAtStep { // tests: a signal arriving after this step
+				got = syscall.SIGINT
+				stop()
+			}
 			if rc.CheckpointEvery > 0 && step%rc.CheckpointEvery == 0 {
 				return save()
 			}
@@ -175,13 +179,17 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, stdout, stderr io.Writer) e
 	if err := save(); err != nil {
 		return err
 	}
-	initial := out.firstHittingTime(first)
 	sum := summary{
 		Trainer: rc.Train.Trainer, Graph: g.Config.Name(),
-		InitialHittingTime: initial, FinalHittingTime: last.HittingTime, LimitHittingTime: tr.Limit(),
-		Steps: tr.Steps(), WallSeconds: time.Since(start).Seconds(), Theory: eval.Predict(g),
+		InitialHittingTime: finite(out.initialHitting), FinalHittingTime: finite(last.HittingTime),
+		LimitHittingTime: finite(tr.Limit()),
+		Steps:            tr.Steps(), WallSeconds: time.Since(start).Seconds(), Theory: eval.Predict(g),
 		Converged: rc.Train.Until > 0 && tr.Limit() > 0 && relDist(last.HittingTime, tr.Limit()) <= rc.Train.Until,
 		FinalABCD: [4]float64{last.A, last.B, last.C, last.D},
+	}
+	if rc.Train.Trainer == "pretrain" {
+		sum.LimitHittingTime = nil
+		sum.InvalidMass, sum.BoundRatio = finite(last.InvalidMass), finite(out.maxBoundRatio)
 	}
 	if err := out.finish(sum); err != nil {
 		return err

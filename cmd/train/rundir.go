@@ -20,12 +20,16 @@ import (
 )
 
 // summary is summary.json: written last, its presence marks a complete run.
+// Hitting times are null for pretraining, whose dense policy still puts mass
+// on invalid transitions; it reports Theorem 1's quantities instead.
 type summary struct {
 	Trainer            string           `json:"trainer"`
 	Graph              string           `json:"graph"`
-	InitialHittingTime float64          `json:"initial_hitting_time"`
-	FinalHittingTime   float64          `json:"final_hitting_time"`
-	LimitHittingTime   float64          `json:"limit_hitting_time"`
+	InitialHittingTime *float64         `json:"initial_hitting_time"`
+	FinalHittingTime   *float64         `json:"final_hitting_time"`
+	LimitHittingTime   *float64         `json:"limit_hitting_time"`
+	InvalidMass        *float64         `json:"final_invalid_mass,omitempty"`
+	BoundRatio         *float64         `json:"max_bound_ratio,omitempty"`
 	Converged          bool             `json:"converged"`
 	Steps              int              `json:"steps"`
 	WallSeconds        float64          `json:"wall_seconds"`
@@ -39,12 +43,12 @@ type runDir struct {
 	dir            string
 	metrics, abcd  *os.File
 	mw, aw         *bufio.Writer
-	rows           []trainers.Row // every row of the run, kept ones included
-	initialHitting float64
+	initialHitting float64 // of step 0, from this session or the kept rows
+	maxBoundRatio  float64 // pretrain: over this session's rows
 }
 
 const (
-	metricsHeader = "step,hitting_time,objective,a,b,c,d"
+	metricsHeader = "step,hitting_time,objective,a,b,c,d,invalid_mass,bound_ratio"
 	abcdHeader    = "step,depth,a,b,c,d"
 )
 
@@ -56,7 +60,7 @@ func openRunDir(dir string, cfgJSON []byte, ck *checkpoints.Checkpoint) (*runDir
 	}
 	// The products of a finished run go first, so an interrupted new run
 	// never looks complete.
-	for _, f := range []string{"summary.json", "hitting_time.png", "abcd.png"} {
+	for _, f := range []string{"summary.json", "hitting_time.png", "abcd.png", "invalid_mass.png"} {
 		if err := os.Remove(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
 			return nil, err
 		}
@@ -121,11 +125,12 @@ func reopenCSV(path, header string, keep int) (*os.File, [][]string, error) {
 }
 
 func (r *runDir) write(row trainers.Row) error {
-	r.rows = append(r.rows, row)
+	r.maxBoundRatio = math.Max(r.maxBoundRatio, row.BoundRatio)
 	if row.Step == 0 {
 		r.initialHitting = row.HittingTime
 	}
-	fmt.Fprintf(r.mw, "%d,%s,%s,%s,%s,%s,%s\n", row.Step, f64(row.HittingTime), f64(row.Objective), f64(row.A), f64(row.B), f64(row.C), f64(row.D))
+	fmt.Fprintf(r.mw, "%d,%s,%s,%s,%s,%s,%s,%s,%s\n", row.Step, f64(row.HittingTime), f64(row.Objective),
+		f64(row.A), f64(row.B), f64(row.C), f64(row.D), f64(row.InvalidMass), f64(row.BoundRatio))
 	for _, d := range row.Depths {
 		fmt.Fprintf(r.aw, "%d,%d,%s,%s,%s,%s\n", row.Step, d.Depth, f64(d.A), f64(d.B), f64(d.C), f64(d.D))
 	}
@@ -138,8 +143,6 @@ func (r *runDir) write(row trainers.Row) error {
 
 // f64 formats a float exactly (shortest round-trip form).
 func f64(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-
-func (r *runDir) firstHittingTime(*trainers.Row) float64 { return r.initialHitting }
 
 func (r *runDir) close() {
 	r.mw.Flush()
@@ -159,7 +162,10 @@ func (r *runDir) finish(s summary) error {
 	if err := writePlots(r.dir, s); err != nil {
 		return err
 	}
-	b, _ := json.MarshalIndent(s, "", "  ")
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("summary.json: %w", err)
+	}
 	return checkpoints.WriteFileAtomic(filepath.Join(r.dir, "summary.json"), append(b, '\n'))
 }
 
@@ -196,7 +202,7 @@ func loadTeacher(spec string, g *tasks.Graph) ([]float64, error) {
 	if spec == "rlvr-limit" {
 		return eval.PolicyRLVRLimit(g), nil
 	}
-	probs, err := bigramFromRun(spec, g)
+	_, probs, err := bigramFromRun(spec, g)
 	if err != nil {
 		return nil, usagef("run: -teacher %s: %v", spec, err)
 	}
@@ -205,53 +211,77 @@ func loadTeacher(spec string, g *tasks.Graph) ([]float64, error) {
 
 // bigramFromRun loads the transition table of the bigram checkpointed in
 // dir, checking that it was trained on graph g (g nil: its own graph).
-func bigramFromRun(dir string, g *tasks.Graph) ([]float64, error) {
+func bigramFromRun(dir string, g *tasks.Graph) (*tasks.Graph, []float64, error) {
 	ck, err := checkpoints.Load(filepath.Join(dir, checkpointFile))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if ck.Kind != "bigram" {
-		return nil, fmt.Errorf("checkpoint is a %s model, want a bigram", ck.Kind)
+		return nil, nil, fmt.Errorf("checkpoint is a %s model, want a bigram", ck.Kind)
 	}
 	var rc runConfig
 	if err := json.Unmarshal(ck.Config, &rc); err != nil {
-		return nil, fmt.Errorf("checkpoint config: %v", err)
+		return nil, nil, fmt.Errorf("checkpoint config: %v", err)
+	}
+	if err := rc.Graph.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("checkpoint config: %v", err)
 	}
 	if g == nil {
 		if g, err = tasks.New(rc.Graph); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-	} else if a, b := tasks.FormatBranches(rc.Graph.Shape()), tasks.FormatBranches(g.Config.Shape()); a != b {
-		return nil, fmt.Errorf("checkpoint was trained on graph %q, this graph is %q", a, b)
+	} else if a, b := rc.Graph.Name(), g.Config.Name(); a != b {
+		return nil, nil, fmt.Errorf("checkpoint was trained on graph %s, this graph is %s", a, b)
 	}
 	logits, err := ck.Tensor("logits", len(g.Next))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	frozen := make([]bool, g.NumStates())
-	m, err := nn.NewBigram(nn.BigramConfig{Vocab: g.NumStates(), Support: nn.Support{Offsets: g.Offsets, Next: g.Next}, Frozen: frozen}, logits)
+	m, err := nn.NewBigram(nn.BigramConfig{Vocab: g.NumStates(), Support: nn.Support{Offsets: g.Offsets, Next: g.Next}}, logits)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return m.Probs(), nil
+	return g, m.Probs(), nil
+}
+
+// finite returns &x, or nil for NaN and infinities (JSON null).
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+// val reads an optional number for printing (NaN when absent).
+func val(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
 }
 
 // printSummary prints the closing table of a run.
 func printSummary(w io.Writer, rc runConfig, s summary) {
+	if s.Trainer == "pretrain" {
+		fmt.Fprintf(w, "\npretrain on graph %s, %d steps in %.2fs -> %s\n", s.Graph, s.Steps, s.WallSeconds, rc.Out)
+		fmt.Fprintf(w, "  largest mass on invalid transitions  %.3g\n", val(s.InvalidMass))
+		fmt.Fprintf(w, "  largest ratio to Theorem 1's bound   %.3g (<= 1 when the bound holds; sgd)\n", val(s.BoundRatio))
+		return
+	}
 	fmt.Fprintf(w, "\n%s on graph %s, %d steps in %.2fs -> %s\n", s.Trainer, s.Graph, s.Steps, s.WallSeconds, rc.Out)
 	fmt.Fprintf(w, "  %-28s %14s   %s\n", "", "measured", "theory")
 	th := "-"
 	if s.Theory.H0 > 0 {
 		th = num(s.Theory.H0) + " (H_0)"
 	}
-	fmt.Fprintf(w, "  %-28s %14s   %s\n", "initial hitting time", num(s.InitialHittingTime), th)
+	fmt.Fprintf(w, "  %-28s %14s   %s\n", "initial hitting time", num(val(s.InitialHittingTime)), th)
 	lim := "-"
-	if s.LimitHittingTime > 0 {
-		lim = fmt.Sprintf("%s (limit; leading term 4 sum k = %s)", num(s.LimitHittingTime), num(s.Theory.RLVRLeading))
+	if l := val(s.LimitHittingTime); l > 0 {
+		lim = fmt.Sprintf("%s (limit; leading term 4 sum k = %s)", num(l), num(s.Theory.RLVRLeading))
 		if rc.Train.Trainer == "sft" {
-			lim = num(s.LimitHittingTime) + " (SFT limit)"
+			lim = num(l) + " (SFT limit)"
 		}
 	}
-	fmt.Fprintf(w, "  %-28s %14s   %s\n", "final hitting time", num(s.FinalHittingTime), lim)
+	fmt.Fprintf(w, "  %-28s %14s   %s\n", "final hitting time", num(val(s.FinalHittingTime)), lim)
 	fmt.Fprintf(w, "  %-28s %14s\n", "final mean a, b, c, d", fmt.Sprintf("%.4f %.4f %.4f %.4f", s.FinalABCD[0], s.FinalABCD[1], s.FinalABCD[2], s.FinalABCD[3]))
 }

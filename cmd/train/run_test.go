@@ -1,0 +1,142 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func readJSON(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return m
+}
+
+// TestRunWritesFolder is the end-to-end check of train run: a small exact
+// RLVR run converges and leaves every file of a run folder.
+func TestRunWritesFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	code, out, errs := runCLI(t, "run", "-W", "3", "-K", "2", "-L", "2", "-out", dir, "-checkpoint-every", "50")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, f := range []string{"config.json", "metrics.csv", "abcd.csv", "summary.json", "hitting_time.png", "abcd.png", "checkpoint.bin"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	s := readJSON(t, filepath.Join(dir, "summary.json"))
+	for _, k := range []string{"initial_hitting_time", "final_hitting_time", "limit_hitting_time", "steps", "wall_seconds"} {
+		if _, ok := s[k]; !ok {
+			t.Errorf("summary.json: missing %q", k)
+		}
+	}
+	if got := s["initial_hitting_time"].(float64); math.Abs(got-140) > 1e-9 {
+		t.Errorf("initial hitting time %v, want H_0 = 140", got)
+	}
+	final, limit := s["final_hitting_time"].(float64), s["limit_hitting_time"].(float64)
+	if limit != 25 || math.Abs(final-limit) > 1e-3*limit {
+		t.Errorf("final %v, limit %v (want 25)", final, limit)
+	}
+	if !strings.Contains(out, "final hitting time") {
+		t.Errorf("no closing table in output:\n%s", out)
+	}
+	// The checkpoint evaluates to the same final policy.
+	code, out, errs = runCLI(t, "eval", "-checkpoint", dir, "-json")
+	if code != 0 {
+		t.Fatalf("eval -checkpoint: exit %d: %s", code, errs)
+	}
+	var ev map[string]any
+	json.Unmarshal([]byte(out), &ev)
+	if got := ev["hitting_time"].(float64); got != final {
+		t.Errorf("eval -checkpoint: hitting time %v, summary says %v", got, final)
+	}
+	// Distillation from that run as teacher.
+	ddir := filepath.Join(t.TempDir(), "distill")
+	code, _, errs = runCLI(t, "run", "-W", "3", "-K", "2", "-L", "2", "-trainer", "distill", "-teacher", dir, "-until", "0.01", "-out", ddir)
+	if code != 0 {
+		t.Fatalf("distill: exit %d: %s", code, errs)
+	}
+	d := readJSON(t, filepath.Join(ddir, "summary.json"))
+	if got := d["final_hitting_time"].(float64); math.Abs(got-25) > 0.01*25 {
+		t.Errorf("distilled hitting time %v, want within 1%% of 25", got)
+	}
+}
+
+// TestResumeMatchesUninterrupted interrupts a run after step 37 (as SIGINT
+// would), resumes it, and expects metrics identical to the uninterrupted
+// run's, byte for byte.
+func TestResumeMatchesUninterrupted(t *testing.T) {
+	base := t.TempDir()
+	args := func(out string) []string {
+		return []string{"run", "-W", "3", "-K", "3", "-L", "2", "-optimizer", "adam", "-lr", "0.05", "-until", "0", "-steps", "90", "-log-every", "1", "-checkpoint-every", "25", "-out", out}
+	}
+	full, cut := filepath.Join(base, "full"), filepath.Join(base, "cut")
+	if code, _, errs := runCLI(t, args(full)...); code != 0 {
+		t.Fatalf("full run: exit %d: %s", code, errs)
+	}
+	interruptAtStep = 37
+	code, _, errs := runCLI(t, args(cut)...)
+	interruptAtStep = 0
+	if code != 130 || !strings.Contains(errs, "train run -resume "+cut) {
+		t.Fatalf("interrupted run: exit %d, stderr %q; want 130 and a resume hint", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(cut, "summary.json")); err == nil {
+		t.Fatal("an interrupted run left summary.json")
+	}
+	if code, _, errs := runCLI(t, "run", "-resume", cut); code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, errs)
+	}
+	for _, f := range []string{"metrics.csv", "abcd.csv"} {
+		a, _ := os.ReadFile(filepath.Join(full, f))
+		b, _ := os.ReadFile(filepath.Join(cut, f))
+		if string(a) != string(b) || len(a) == 0 {
+			t.Errorf("%s differs between the uninterrupted and the resumed run", f)
+		}
+	}
+}
+
+func TestRunBadInput(t *testing.T) {
+	dir := t.TempDir()
+	unknown := filepath.Join(dir, "unknown.json")
+	os.WriteFile(unknown, []byte(`{"graph":{"W":3,"K":2,"L":2},"trian":{}}`), 0o644)
+	badW := filepath.Join(dir, "badw.json")
+	os.WriteFile(badW, []byte(`{"graph":{"W":0,"K":2,"L":2}}`), 0o644)
+	corrupt := filepath.Join(dir, "corrupt")
+	os.MkdirAll(corrupt, 0o755)
+	os.WriteFile(filepath.Join(corrupt, "checkpoint.bin"), []byte("BTCKPT\x00\x01garbage"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "-config", unknown}, `unknown field "trian"`},
+		{[]string{"run", "-config", badW}, "W=0"},
+		{[]string{"run", "-config", filepath.Join(dir, "missing.json")}, "no such file"},
+		{[]string{"run", "-trainer", "ppo2"}, "trainer"},
+		{[]string{"run", "-optimizer", "rmsprop"}, "optimizer"},
+		{[]string{"run", "-lr", "-1"}, "lr"},
+		{[]string{"run", "-steps", "0"}, "steps"},
+		{[]string{"run", "-trainer", "distill"}, "-teacher"},
+		{[]string{"run", "-trainer", "distill", "-teacher", filepath.Join(dir, "nowhere")}, "-teacher"},
+		{[]string{"run", "-resume", filepath.Join(dir, "nowhere")}, "-resume"},
+		{[]string{"run", "-resume", corrupt}, "truncated"},
+		{[]string{"run", "-resume", corrupt, "-steps", "3"}, "-resume takes no other flags"},
+		{[]string{"eval", "-checkpoint", corrupt}, "truncated"},
+		{[]string{"eval", "-checkpoint", corrupt, "-W", "3"}, "-checkpoint takes its graph"},
+	} {
+		code, _, errs := runCLI(t, tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line containing %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
