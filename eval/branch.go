@@ -37,19 +37,13 @@ type blocks struct {
 
 // fRows and bRows fill dst with the CSR rows of the forward and backward
 // states of group g.
-func (k blocks) fRows(g int, dst [][]float64) [][]float64 {
-	dst = dst[:0]
-	for i := range k.b.M(g) {
-		s := k.b.Fwd(g, i)
-		dst = append(dst, k.probs[k.offsets[s]:k.offsets[s+1]])
-	}
-	return dst
-}
+func (k blocks) fRows(g int, dst [][]float64) [][]float64 { return k.rows(k.b.Fwd(g, 0), g, dst) }
+func (k blocks) bRows(g int, dst [][]float64) [][]float64 { return k.rows(k.b.Bwd(g, 0), g, dst) }
 
-func (k blocks) bRows(g int, dst [][]float64) [][]float64 {
+// rows fills dst with the rows of the m_g consecutive states from first.
+func (k blocks) rows(first, g int, dst [][]float64) [][]float64 {
 	dst = dst[:0]
-	for i := range k.b.M(g) {
-		s := k.b.Bwd(g, i)
+	for s := first; s < first+k.b.M(g); s++ {
 		dst = append(dst, k.probs[k.offsets[s]:k.offsets[s+1]])
 	}
 	return dst

@@ -116,13 +116,19 @@ func (op *segmentLogSoftmax) InferShape(ds ...G.DimSizer) (tensor.Shape, error) 
 }
 
 func (op *segmentLogSoftmax) Do(vals ...G.Value) (G.Value, error) {
+	return reuseDo(&op.out, op.UsePreallocDo, vals)
+}
+
+// reuseDo runs do with *buf as its preallocated output and keeps the output
+// for the next run (one machine per graph, so nothing else holds it).
+func reuseDo(buf **tensor.Dense, do func(G.Value, ...G.Value) (G.Value, error), vals []G.Value) (G.Value, error) {
 	var prealloc G.Value // a nil *tensor.Dense must not become a non-nil Value
-	if op.out != nil {
-		prealloc = op.out
+	if *buf != nil {
+		prealloc = *buf
 	}
-	out, err := op.UsePreallocDo(prealloc, vals...)
+	out, err := do(prealloc, vals...)
 	if err == nil {
-		op.out = out.(*tensor.Dense)
+		*buf = out.(*tensor.Dense)
 	}
 	return out, err
 }
@@ -200,15 +206,7 @@ func (op *segmentLogSoftmaxDiff) InferShape(ds ...G.DimSizer) (tensor.Shape, err
 }
 
 func (op *segmentLogSoftmaxDiff) Do(vals ...G.Value) (G.Value, error) {
-	var prealloc G.Value // a nil *tensor.Dense must not become a non-nil Value
-	if op.out != nil {
-		prealloc = op.out
-	}
-	out, err := op.UsePreallocDo(prealloc, vals...)
-	if err == nil {
-		op.out = out.(*tensor.Dense)
-	}
-	return out, err
+	return reuseDo(&op.out, op.UsePreallocDo, vals)
 }
 
 func (op *segmentLogSoftmaxDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
