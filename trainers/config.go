@@ -35,6 +35,13 @@ type Config struct {
 	// types (L_j^-, R_j^- of each branch and depth) whose desired backward
 	// move is also supervised (Appendix F, Figure 5 right).
 	SupervisedBackward float64 `json:"supervised_backward"`
+	// Patience (rlvr-exact) stops a run whose hitting time has not
+	// improved for this many steps (0: never). Sign descent with a fixed
+	// step can lock into a cycle that the paper's continuous sign flow does
+	// not have (W=15, K=30, L=5 at lr 0.01 does); the run then stops with
+	// ErrStalled. The cross-entropy trainers are convex and settle at the
+	// data's entropy, which is convergence, not a stall.
+	Patience int `json:"patience"`
 	// DistillTraces (distill) is the number of teacher rollouts sampled once
 	// as the training set; 0 trains on the teacher's exact distribution.
 	DistillTraces int `json:"distill_traces"`
@@ -43,7 +50,7 @@ type Config struct {
 // DefaultConfig is the paper's headline run: exact RLVR with sign gradient
 // descent, lr 0.01, until within 0.1% of the converged hitting time.
 func DefaultConfig() Config {
-	return Config{Trainer: "rlvr-exact", Optim: nn.DefaultOptimConfig(), Steps: 20000, Until: 1e-3, Seed: 1, LogEvery: 10}
+	return Config{Trainer: "rlvr-exact", Optim: nn.DefaultOptimConfig(), Steps: 20000, Until: 1e-3, Seed: 1, LogEvery: 10, Patience: 1000}
 }
 
 // Validate checks every field; errors name the field and what is allowed.
@@ -68,6 +75,9 @@ func (c Config) Validate() error {
 	}
 	if c.SupervisedBackward > 0 && c.Trainer != "sft" {
 		return fmt.Errorf("trainers: supervised_backward %v: only the sft trainer supervises backward states", c.SupervisedBackward)
+	}
+	if c.Patience < 0 {
+		return fmt.Errorf("trainers: patience %d: want >= 0 (0: never stop for lack of progress)", c.Patience)
 	}
 	if c.DistillTraces < 0 {
 		return fmt.Errorf("trainers: distill_traces %d: want >= 0 (0: the teacher's exact distribution)", c.DistillTraces)

@@ -56,16 +56,22 @@ func (t *Trainer) measure() (Row, error) {
 			}
 		}
 	}
-	if t.done%t.cfg.LogEvery == 0 || t.done >= t.cfg.Steps || t.converged(row) {
-		row.Depths = depthMeans(eval.ABCDTable(t.g, probs))
-		var n float64
-		for _, d := range row.Depths {
-			row.A, row.B, row.C, row.D = row.A+d.A, row.B+d.B, row.C+d.C, row.D+d.D
-			n++
-		}
-		row.A, row.B, row.C, row.D = row.A/n, row.B/n, row.C/n, row.D/n
-	}
 	return row, nil
+}
+
+// fillABCD adds a_j..d_j per depth and their means to a row about to be
+// written (the policy measured last).
+func (t *Trainer) fillABCD(row *Row) {
+	if t.cfg.Trainer == "pretrain" || t.probs == nil {
+		return
+	}
+	row.Depths = depthMeans(eval.ABCDTable(t.g, t.probs))
+	var n float64
+	for _, d := range row.Depths {
+		row.A, row.B, row.C, row.D = row.A+d.A, row.B+d.B, row.C+d.C, row.D+d.D
+		n++
+	}
+	row.A, row.B, row.C, row.D = row.A/n, row.B/n, row.C/n, row.D/n
 }
 
 // depthMeans averages an a/b/c/d table over branches, depth by depth.

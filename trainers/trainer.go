@@ -2,6 +2,7 @@ package trainers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -163,20 +164,39 @@ type Hooks struct {
 	Step func(steps int) error
 }
 
-// Run trains until the cap, convergence (Config.Until) or cancellation of
-// ctx. A canceled run returns ctx.Err() after its last complete step; the
-// trainer stays consistent and can be checkpointed and resumed.
+// ErrStalled reports a run stopped because its loss stopped improving (see
+// Config.Patience).
+var ErrStalled = errors.New("no progress")
+
+// Run trains until the cap, convergence (Config.Until), a stall
+// (Config.Patience) or cancellation of ctx. A canceled run returns ctx.Err()
+// after its last complete step; the trainer stays consistent and can be
+// checkpointed and resumed. A stalled run returns its last row and an error
+// wrapping ErrStalled.
 func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
+	best, bestStep := math.Inf(1), t.done
 	for {
 		row, err := t.measure()
 		if err != nil {
 			return row, err
 		}
-		last := t.done >= t.cfg.Steps || t.converged(row)
+		if l := row.HittingTime; math.IsInf(best, 1) || l < best-1e-9*math.Abs(best) {
+			best, bestStep = l, t.done
+		}
+		stalled := t.cfg.Trainer == "rlvr-exact" && t.cfg.Patience > 0 && t.done-bestStep >= t.cfg.Patience
+		last := t.done >= t.cfg.Steps || t.converged(row) || stalled
+		if t.done%t.cfg.LogEvery == 0 || last {
+			t.fillABCD(&row)
+		}
 		if h.Row != nil && (t.done%t.cfg.LogEvery == 0 || last) {
 			if err := h.Row(row); err != nil {
 				return row, err
 			}
+		}
+		if stalled {
+			return row, fmt.Errorf("trainers: %w: the hitting time has not improved for %d steps (best %.10g at step %d, now %.10g); "+
+				"with %s at lr %g this is usually a cycle of the discrete updates: try a smaller -lr or another -optimizer",
+				ErrStalled, t.cfg.Patience, best, bestStep, row.HittingTime, t.cfg.Optim.Name, t.cfg.Optim.LR)
 		}
 		if last {
 			return row, nil

@@ -42,6 +42,10 @@ train run flags:
   -until X               stop within this relative distance of the limit hitting
                          time (default 0.001; 0 runs all steps)
   -seed N                seed of every random choice (default 1)
+  -patience N            rlvr-exact: stop when the hitting time has not improved for N steps
+                         (default 1000; 0: never): sign descent at a fixed lr can
+                         lock into a cycle (W=15, K=30, L=5 at lr 0.01 does;
+                         lr 0.001 converges)
   -log-every N           metrics row every N steps (default 10)
   -supervised-backward P sft: also supervise a fraction P of backward states
   -distill-traces N      distill: N sampled teacher traces (0: exact teacher)

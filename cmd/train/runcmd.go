@@ -173,13 +173,15 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, stdout, stderr io.Writer) e
 		}
 		return interrupted{sig: got.(syscall.Signal), step: tr.Steps(), dir: rc.Out}
 	}
-	if err != nil {
+	stalled := errors.Is(err, trainers.ErrStalled)
+	if err != nil && !stalled {
 		return err
 	}
 	if err := save(); err != nil {
 		return err
 	}
 	sum := summary{
+		Stalled: stalled,
 		Trainer: rc.Train.Trainer, Graph: g.Config.Name(),
 		InitialHittingTime: finite(out.initialHitting), FinalHittingTime: finite(last.HittingTime),
 		LimitHittingTime: finite(tr.Limit()),
@@ -195,6 +197,9 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, stdout, stderr io.Writer) e
 		return err
 	}
 	printSummary(stdout, rc, sum)
+	if stalled {
+		return fmt.Errorf("run stopped at step %d: %w", tr.Steps(), err)
+	}
 	return nil
 }
 

@@ -97,6 +97,7 @@ func runFlags(fs *flag.FlagSet, rc *runConfig, gf *graphFlags) (configPath, resu
 	fs.IntVar(&rc.Train.Steps, "steps", rc.Train.Steps, "step cap")
 	fs.Float64Var(&rc.Train.Until, "until", rc.Train.Until, "stop within this relative distance of the limit hitting time (0: run all steps)")
 	fs.Uint64Var(&rc.Train.Seed, "seed", rc.Train.Seed, "seed of every random choice")
+	fs.IntVar(&rc.Train.Patience, "patience", rc.Train.Patience, "rlvr-exact: stop when the hitting time has not improved for N steps (0: never)")
 	fs.IntVar(&rc.Train.LogEvery, "log-every", rc.Train.LogEvery, "metrics row every N steps")
 	fs.Float64Var(&rc.Train.SupervisedBackward, "supervised-backward", rc.Train.SupervisedBackward, "sft: fraction of backward states also supervised (Appendix F)")
 	fs.IntVar(&rc.Train.DistillTraces, "distill-traces", rc.Train.DistillTraces, "distill: sampled teacher traces (0: exact teacher distribution)")

@@ -31,6 +31,7 @@ type summary struct {
 	InvalidMass        *float64         `json:"final_invalid_mass,omitempty"`
 	BoundRatio         *float64         `json:"max_bound_ratio,omitempty"`
 	Converged          bool             `json:"converged"`
+	Stalled            bool             `json:"stalled"` // stopped for lack of progress (patience)
 	Steps              int              `json:"steps"`
 	WallSeconds        float64          `json:"wall_seconds"`
 	FinalABCD          [4]float64       `json:"final_mean_abcd"`
