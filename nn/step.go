@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"math"
 
 	G "gorgonia.org/gorgonia"
 )
@@ -63,10 +64,41 @@ func (s *Step) Run() (cost float64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("nn: step: cost: %w", err)
 	}
+	if math.IsNaN(cost) || math.IsInf(cost, 0) {
+		return cost, fmt.Errorf("nn: step: loss is %v; parameters not updated", cost)
+	}
+	if err := s.checkGradients(); err != nil {
+		return cost, err
+	}
 	if err := s.solver.Step(s.learnables); err != nil {
 		return 0, fmt.Errorf("nn: step: update: %w", err)
 	}
 	return cost, nil
+}
+
+// checkGradients refuses a NaN or infinite gradient before any solver sees
+// it: sign descent would turn a NaN into a silent full step.
+func (s *Step) checkGradients() error {
+	for _, vg := range s.learnables {
+		gr, err := vg.Grad()
+		if err != nil {
+			return fmt.Errorf("nn: step: gradient: %w", err)
+		}
+		data, ok := gr.Data().([]float64)
+		if !ok {
+			continue
+		}
+		for i, g := range data {
+			if math.IsNaN(g) || math.IsInf(g, 0) {
+				name := "parameter"
+				if n, ok := vg.(*G.Node); ok {
+					name = n.Name()
+				}
+				return fmt.Errorf("nn: step: gradient of %s[%d] is %v; parameters not updated", name, i, g)
+			}
+		}
+	}
+	return nil
 }
 
 // Eval evaluates the cost (and, as a by-product, its gradient) without

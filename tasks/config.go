@@ -152,13 +152,15 @@ func (c Config) Size() (states, transitions float64) {
 	return states + 1, transitions + (w+1)*w
 }
 
-// EstimateBytes is the memory a graph of the given size needs with its
-// per-state and per-transition tables (state records, CSR rows, a policy
-// table, the evaluator's per-state values for every target are budgeted by
-// the evaluator itself).
+// EstimateBytes is the memory a graph of the given size needs together with
+// what is built over it: per state the State record, CSR offset, token
+// name and the evaluator's eight value arrays; per valid transition the CSR
+// entry, policy and sampler tables, the model's logits, parameters,
+// log-probabilities, gradients and optimiser moments, and the gradient
+// weights.
 func EstimateBytes(states, transitions float64) float64 {
-	const perState = 64 + 8 // State record and CSR offset
-	const perTransition = 8 + 8 + 8
+	const perState = 64 + 8 + 32 + 8*8
+	const perTransition = 8 * 12
 	return states*perState + transitions*perTransition
 }
 

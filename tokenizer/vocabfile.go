@@ -64,7 +64,24 @@ func Read(r io.Reader) (*Vocab, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: vocabulary file: %w", err)
 	}
+	var names []string
+	for sc.Scan() {
+		names = append(names, sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("tokenizer: vocabulary file: %w", err)
+	}
+	// The counts are checked before the graph is built, so a header cannot
+	// make the reader allocate more than the file itself justifies.
 	cfg := tasks.Config{Branches: branches}
+	states, _ := cfg.Size()
+	wantTokens := states + float64(len(branches)+len(Specials))
+	if kv["states"] != strconv.FormatFloat(states, 'f', -1, 64) || kv["targets"] != strconv.Itoa(len(branches)) {
+		return nil, fmt.Errorf("tokenizer: vocabulary file: header says states=%s targets=%s, graph %q has %.0f and %d", kv["states"], kv["targets"], kv["branches"], states, len(branches))
+	}
+	if float64(len(names)) != wantTokens {
+		return nil, fmt.Errorf("tokenizer: vocabulary file: %d tokens, want %.0f (truncated or extended?)", len(names), wantTokens)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("tokenizer: vocabulary file: %w", err)
 	}
@@ -73,22 +90,6 @@ func Read(r io.Reader) (*Vocab, error) {
 		return nil, fmt.Errorf("tokenizer: vocabulary file: %w", err)
 	}
 	want := New(g)
-	if kv["states"] != strconv.Itoa(want.numStates) || kv["targets"] != strconv.Itoa(want.numTarget) {
-		return nil, fmt.Errorf("tokenizer: vocabulary file: header says states=%s targets=%s, graph %q has %d and %d", kv["states"], kv["targets"], kv["branches"], want.numStates, want.numTarget)
-	}
-	names := make([]string, 0, want.Size())
-	for sc.Scan() {
-		if len(names) == want.Size() {
-			return nil, fmt.Errorf("tokenizer: vocabulary file: more than the %d tokens of the header", want.Size())
-		}
-		names = append(names, sc.Text())
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("tokenizer: vocabulary file: %w", err)
-	}
-	if len(names) != want.Size() {
-		return nil, fmt.Errorf("tokenizer: vocabulary file: %d tokens, want %d (truncated?)", len(names), want.Size())
-	}
 	v, err := fromNames(names, want.numStates, want.numTarget, want.branches)
 	if err != nil {
 		return nil, err

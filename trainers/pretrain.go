@@ -1,9 +1,11 @@
 package trainers
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
 // buildPretrain sets up Theorem 1: a bigram over every pair of states (the
@@ -12,6 +14,14 @@ import (
 // states of s.
 func (t *Trainer) buildPretrain() error {
 	v := t.g.NumStates()
+	budget := t.g.Config.MaxBytes
+	if budget == 0 {
+		budget = tasks.DefaultMaxBytes
+	}
+	if need := tasks.EstimateBytes(float64(v), float64(v)*float64(v)); need > float64(budget) {
+		return fmt.Errorf("trainers: pretrain: the dense %d x %d parameter needs about %.3g GiB, over the budget of %.3g GiB (max_bytes): pretrain a smaller graph",
+			v, v, need/(1<<30), float64(budget)/(1<<30))
+	}
 	model, err := nn.NewBigram(nn.BigramConfig{Vocab: v, Support: nn.DenseSupport(v)}, nil)
 	if err != nil {
 		return err

@@ -229,12 +229,8 @@ func (t *Trainer) Step() error {
 	if err := G.Let(t.input, t.inVal); err != nil {
 		return fmt.Errorf("trainers: step %d: %w", t.done, err)
 	}
-	cost, err := t.step.Run()
-	if err != nil {
+	if _, err := t.step.Run(); err != nil { // refuses NaN losses and gradients
 		return fmt.Errorf("trainers: step %d: %w", t.done, err)
-	}
-	if math.IsNaN(cost) || math.IsInf(cost, 0) {
-		return fmt.Errorf("trainers: step %d: loss is %v", t.done, cost)
 	}
 	for i, v := range t.model.Logits() {
 		if math.IsNaN(v) || math.IsInf(v, 0) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -412,5 +413,55 @@ func TestStallDetected(t *testing.T) {
 	}
 	if last.Depths == nil {
 		t.Error("the last row has no a/b/c/d")
+	}
+}
+
+// TestNumericalFaultStops: a step size that overflows the logits stops the
+// run with an error naming the step and the quantity, and no NaN reaches
+// the parameters.
+func TestNumericalFaultStops(t *testing.T) {
+	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
+	cfg := DefaultConfig()
+	cfg.Optim = nn.OptimConfig{Name: "sgd", LR: 1e308}
+	tr, err := New(cfg, g, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	_, err = tr.Run(context.Background(), Hooks{})
+	if err == nil || !strings.Contains(err.Error(), "step ") || !(strings.Contains(err.Error(), "Inf") || strings.Contains(err.Error(), "NaN")) {
+		t.Fatalf("got %v, want an error naming the step and the non-finite quantity", err)
+	}
+	for _, v := range tr.model.Logits() {
+		if math.IsNaN(v) {
+			t.Fatal("a NaN reached the parameters")
+		}
+	}
+	t.Log(err)
+}
+
+// TestDeterministic: the same configuration and seed give bit-identical
+// metrics across runs (sampled distillation data included).
+func TestDeterministic(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	teacher := eval.PolicyRLVRLimit(g)
+	var runs [2][]Row
+	for i := range runs {
+		cfg := DefaultConfig()
+		cfg.Trainer, cfg.DistillTraces, cfg.Seed, cfg.LogEvery = "distill", 300, 7, 1
+		tr, err := New(cfg, g, nil, teacher)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Run(context.Background(), Hooks{Row: func(r Row) error { runs[i] = append(runs[i], r); return nil }})
+		tr.Close()
+	}
+	if len(runs[0]) != len(runs[1]) || len(runs[0]) < 10 {
+		t.Fatalf("%d and %d rows", len(runs[0]), len(runs[1]))
+	}
+	for k := range runs[0] {
+		if runs[0][k].HittingTime != runs[1][k].HittingTime || runs[0][k].Objective != runs[1][k].Objective {
+			t.Fatalf("row %d differs", k)
+		}
 	}
 }

@@ -46,6 +46,16 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 type graphFlags struct {
 	w, k, l  int
 	branches string
+	maxBytes int64
+}
+
+// defaultMaxBytes is the memory budget when -max-bytes is not given: three
+// quarters of the machine's memory, or tasks.DefaultMaxBytes if unknown.
+func defaultMaxBytes() int64 {
+	if m := machineMemory(); m > 0 {
+		return m / 4 * 3
+	}
+	return tasks.DefaultMaxBytes
 }
 
 func (g *graphFlags) register(fs *flag.FlagSet, def tasks.Config) {
@@ -53,12 +63,20 @@ func (g *graphFlags) register(fs *flag.FlagSet, def tasks.Config) {
 	fs.IntVar(&g.w, "W", def.W, "number of branches W (>= 1)")
 	fs.IntVar(&g.k, "K", def.K, "diamonds per branch K (>= 1)")
 	fs.IntVar(&g.l, "L", def.L, "multiedges per diamond L (>= 1)")
+	fs.Int64Var(&g.maxBytes, "max-bytes", def.MaxBytes, "memory budget in bytes: larger graphs are refused up front (0: 3/4 of the machine's memory)")
 	fs.StringVar(&g.branches, "branches", g.branches, `heterogeneous graph, e.g. "2,2,3;5,1": ';' between branches, ',' between the diamonds' multiedge counts (overrides -W -K -L)`)
 }
 
 // config resolves the flags into a validated graph configuration.
 func (g *graphFlags) config(fs *flag.FlagSet) (tasks.Config, error) {
-	c := tasks.Config{W: g.w, K: g.k, L: g.l}
+	if g.maxBytes < 0 {
+		return tasks.Config{}, usagef("%s: -max-bytes %d: want >= 0 (0: 3/4 of the machine's memory)", fs.Name(), g.maxBytes)
+	}
+	budget := g.maxBytes
+	if budget == 0 {
+		budget = defaultMaxBytes()
+	}
+	c := tasks.Config{W: g.w, K: g.k, L: g.l, MaxBytes: budget}
 	if g.branches != "" {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -69,7 +87,7 @@ func (g *graphFlags) config(fs *flag.FlagSet) (tasks.Config, error) {
 		if err != nil {
 			return c, usagef("%s: -branches: %v", fs.Name(), strings.TrimPrefix(err.Error(), "tasks: "))
 		}
-		c = tasks.Config{Branches: b}
+		c = tasks.Config{Branches: b, MaxBytes: budget}
 	}
 	if err := c.Validate(); err != nil {
 		return c, usagef("%s: %v", fs.Name(), strings.TrimPrefix(err.Error(), "tasks: "))

@@ -113,7 +113,7 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, stdout, stderr io.Writer) e
 	}
 	tr, err := trainers.New(rc.Train, g, nil, teacher)
 	if err != nil {
-		return err
+		return usagef("run: %v", err) // the configuration cannot be trained
 	}
 	defer tr.Close()
 	cfgJSON, _ := json.MarshalIndent(rc, "", "  ")

@@ -67,19 +67,28 @@ func defaultName(rc runConfig) string {
 	return fmt.Sprintf("%s-%s-seed%d", rc.Train.Trainer, shape, rc.Train.Seed)
 }
 
-// loadRunConfig reads a JSON config strictly: unknown keys are errors.
+// loadRunConfig reads a JSON config file strictly into rc.
 func loadRunConfig(path string, rc *runConfig) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return usagef("run: -config: %v", err)
 	}
+	if err := decodeRunConfig(data, rc); err != nil {
+		return usagef("run: -config %s: %v", path, err)
+	}
+	return nil
+}
+
+// decodeRunConfig decodes one JSON object over rc; unknown keys and
+// trailing data are errors.
+func decodeRunConfig(data []byte, rc *runConfig) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(rc); err != nil {
-		return usagef("run: -config %s: %v", path, err)
+		return err
 	}
 	if dec.More() {
-		return usagef("run: -config %s: more than one JSON object", path)
+		return fmt.Errorf("more than one JSON object")
 	}
 	return nil
 }

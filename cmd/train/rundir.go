@@ -59,6 +59,12 @@ func openRunDir(dir string, cfgJSON []byte, ck *checkpoints.Checkpoint) (*runDir
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	// Temporary files of writes a killed process never renamed.
+	if stale, err := filepath.Glob(filepath.Join(dir, ".*.tmp*")); err == nil {
+		for _, f := range stale {
+			os.Remove(f)
+		}
+	}
 	// The products of a finished run go first, so an interrupted new run
 	// never looks complete.
 	for _, f := range []string{"summary.json", "hitting_time.png", "abcd.png", "invalid_mass.png"} {
@@ -107,9 +113,13 @@ func reopenCSV(path, header string, keep int) (*os.File, [][]string, error) {
 		if err != nil && !os.IsNotExist(err) {
 			return nil, nil, err
 		}
-		for i, line := range strings.Split(string(data), "\n") {
+		// Only complete lines count: a process killed mid-write leaves a
+		// partial last line, which must not pass for a row.
+		lines := strings.Split(string(data), "\n")
+		fields := strings.Count(header, ",") + 1
+		for i, line := range lines[:len(lines)-1] {
 			rec := strings.Split(line, ",")
-			if i == 0 || len(rec) < 2 {
+			if i == 0 || len(rec) != fields {
 				continue
 			}
 			if step, err := strconv.Atoi(rec[0]); err == nil && step < keep {
