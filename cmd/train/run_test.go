@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlvr-backtrack/backtrack/checkpoints"
 )
 
 func readJSON(t *testing.T, path string) map[string]any {
@@ -133,6 +135,45 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"run", "-resume", corrupt, "-steps", "3"}, "-resume takes no other flags"},
 		{[]string{"eval", "-checkpoint", corrupt}, "truncated"},
 		{[]string{"eval", "-checkpoint", corrupt, "-W", "3"}, "-checkpoint takes its graph"},
+	} {
+		code, _, errs := runCLI(t, tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line containing %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// TestRefusesDamagedOrForeignCheckpoints: a flipped byte, a truncation, a
+// checkpoint of another graph or of another kind of model are refused with
+// exit 2 and a message saying which.
+func TestRefusesDamagedOrForeignCheckpoints(t *testing.T) {
+	base := t.TempDir()
+	small := filepath.Join(base, "w2")
+	if code, _, errs := runCLI(t, "run", "-W", "2", "-K", "2", "-L", "2", "-out", small); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	good, _ := os.ReadFile(filepath.Join(small, checkpointFile))
+	damaged := func(name string, data []byte) string {
+		dir := filepath.Join(base, name)
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, checkpointFile), data, 0o644)
+		return dir
+	}
+	flipped := append([]byte(nil), good...)
+	flipped[len(flipped)/2] ^= 1
+	ck, _ := checkpoints.Decode(good)
+	ck.Kind = "transformer"
+	foreign, _ := checkpoints.Encode(ck)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "-resume", damaged("flipped", flipped)}, "checksum mismatch"},
+		{[]string{"run", "-resume", damaged("truncated", good[:len(good)-100])}, "checksum mismatch"},
+		{[]string{"eval", "-checkpoint", damaged("flipped2", flipped)}, "checksum mismatch"},
+		{[]string{"run", "-resume", damaged("foreign", foreign)}, "transformer"},
+		{[]string{"eval", "-checkpoint", damaged("foreign2", foreign)}, "transformer"},
+		{[]string{"run", "-W", "3", "-K", "2", "-L", "2", "-trainer", "distill", "-teacher", small}, "trained on graph W=2,K=2,L=2"},
 	} {
 		code, _, errs := runCLI(t, tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {

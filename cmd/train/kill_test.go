@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary act as the train command in a subprocess
+// (TRAIN_AS_MAIN holds its arguments as JSON), so tests can kill it.
+func TestMain(m *testing.M) {
+	if args := os.Getenv("TRAIN_AS_MAIN"); args != "" {
+		var a []string
+		if err := json.Unmarshal([]byte(args), &a); err != nil {
+			panic(err)
+		}
+		os.Exit(run(a, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func trainProcess(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	a, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TRAIN_AS_MAIN="+string(a))
+	return cmd
+}
+
+// TestSIGKILLResume kills a training process with SIGKILL at random
+// moments, resumes it each time from its last checkpoint (or restarts it
+// if none was written yet), and expects metrics identical, byte for byte,
+// to an uninterrupted run's.
+func TestSIGKILLResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several seconds")
+	}
+	base := t.TempDir()
+	args := func(out string) []string {
+		return []string{"run", "-W", "15", "-K", "15", "-L", "5", "-optimizer", "adam", "-lr", "0.02", "-until", "0",
+			"-steps", "300", "-log-every", "1", "-checkpoint-every", "7", "-out", out}
+	}
+	full, cut := filepath.Join(base, "full"), filepath.Join(base, "cut")
+	if code, _, errs := runCLI(t, args(full)...); code != 0 {
+		t.Fatalf("uninterrupted run: exit %d: %s", code, errs)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	kills := 0
+	for attempt := 0; ; attempt++ {
+		a := args(cut)
+		if _, err := os.Stat(filepath.Join(cut, checkpointFile)); err == nil {
+			a = []string{"run", "-resume", cut}
+		}
+		cmd := trainProcess(t, a...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		if attempt < 4 {
+			select {
+			case <-time.After(time.Duration(100+rng.IntN(500)) * time.Millisecond):
+				cmd.Process.Signal(syscall.SIGKILL)
+				<-done
+				kills++
+				continue
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("attempt %d: %v", attempt, err)
+				}
+			}
+		} else if err := <-done; err != nil {
+			t.Fatalf("final resume: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(cut, "summary.json")); err == nil {
+			break
+		}
+	}
+	t.Logf("killed %d times", kills)
+	for _, f := range []string{"metrics.csv", "abcd.csv"} {
+		a, _ := os.ReadFile(filepath.Join(full, f))
+		b, _ := os.ReadFile(filepath.Join(cut, f))
+		if string(a) != string(b) || len(a) == 0 {
+			t.Errorf("%s: the killed and resumed run differs from the uninterrupted one (%d vs %d bytes)", f, len(b), len(a))
+		}
+	}
+}
+
+// TestSIGTERMExits143 sends SIGTERM to a real process: it writes a
+// checkpoint, exits 143 and says how to resume.
+func TestSIGTERMExits143(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a second")
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := trainProcess(t, "run", "-W", "15", "-K", "15", "-L", "5", "-until", "0", "-steps", "100000", "-out", out)
+	var stderr safeBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
+		t.Fatalf("exit: %v, want 143; stderr %q", err, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, checkpointFile)); err != nil {
+		t.Errorf("no checkpoint after SIGTERM: %v", err)
+	}
+	if want := "train run -resume " + out; !contains(stderr.String(), want) {
+		t.Errorf("stderr %q does not say %q", stderr.String(), want)
+	}
+}
