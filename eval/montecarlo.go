@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
@@ -14,6 +16,7 @@ import (
 type Sampler struct {
 	g   *tasks.Graph
 	cum []float64 // per-row cumulative probabilities, CSR order
+	tab *table    // compact copy for the batched samplers, built on first use
 }
 
 // NewSampler checks the policy and prepares cumulative rows.
@@ -68,36 +71,75 @@ func (sp *Sampler) Rollout(t int, horizon int, rng *rand.Rand) (steps int, hit b
 // MCResult summarises Monte Carlo rollouts.
 type MCResult struct {
 	N           int     `json:"n"`
-	HittingTime float64 `json:"mc_hitting_time"`      // mean rollout length of the hits (all rollouts when no horizon)
-	CI95        float64 `json:"mc_hitting_time_ci95"` // 1.96 standard errors
+	HittingTime float64 `json:"mc_hitting_time"`      // mean length of the rollouts that hit (all of them without a horizon)
+	CI95        float64 `json:"mc_hitting_time_ci95"` // 1.96 standard errors of that mean
 	SuccessRate float64 `json:"mc_success_rate"`      // fraction hitting within the horizon
 	MeanLength  float64 `json:"mc_mean_length"`       // mean length of all rollouts, truncated at the horizon
 }
 
-// MonteCarlo runs n seeded rollouts with uniform targets.
+// MonteCarlo runs n seeded rollouts with uniform targets, spread over the
+// cores (rollout i uses its own random stream, so the result does not
+// depend on the number of cores).
 func (sp *Sampler) MonteCarlo(n, horizon int, seed uint64) (MCResult, error) {
 	if n < 2 {
 		return MCResult{}, fmt.Errorf("eval: mc=%d: want at least 2 rollouts", n)
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	if sp.tab == nil {
+		sp.tab = newTable(sp.g, sp.cum)
+	}
+	return monteCarlo(n, seed, sp.g.W(), func(target int, rng *rand.Rand, w *scratchRollout) (int, bool) {
+		var hit bool
+		w.buf, hit = sp.tab.rollout(target, horizon, rng, w.buf[:0])
+		return len(w.buf), hit
+	}), nil
+}
+
+// scratchRollout is one worker's reusable rollout memory.
+type scratchRollout struct {
+	buf  []int32
+	mark []uint32 // search agent: mark[s] == gen when state s is used
+	gen  uint32
+}
+
+// rolloutFunc runs one rollout toward target and returns its length and
+// whether it hit.
+type rolloutFunc func(target int, rng *rand.Rand, w *scratchRollout) (int, bool)
+
+// monteCarlo aggregates n rollouts run in parallel, rollout i seeded by
+// (seed, i).
+func monteCarlo(n int, seed uint64, w int, f rolloutFunc) MCResult {
+	lens := make([]int, n)
+	hits := make([]bool, n)
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var wg sync.WaitGroup
+	for k := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var scratch scratchRollout
+			for i := k; i < n; i += workers {
+				rng := rand.New(rand.NewPCG(seed, uint64(i)))
+				lens[i], hits[i] = f(1+rng.IntN(w), rng, &scratch)
+			}
+		}()
+	}
+	wg.Wait()
 	var sum, sumSq, all float64
-	hits := 0
-	W := sp.g.W()
-	for range n {
-		steps, hit := sp.Rollout(1+rng.IntN(W), horizon, rng)
-		all += float64(steps)
-		if hit {
-			hits++
-			sum += float64(steps)
-			sumSq += float64(steps) * float64(steps)
+	nh := 0
+	for i, l := range lens {
+		all += float64(l)
+		if hits[i] {
+			nh++
+			sum += float64(l)
+			sumSq += float64(l) * float64(l)
 		}
 	}
-	r := MCResult{N: n, SuccessRate: float64(hits) / float64(n), MeanLength: all / float64(n)}
-	if hits > 1 {
-		mean := sum / float64(hits)
-		variance := (sumSq - float64(hits)*mean*mean) / float64(hits-1)
+	r := MCResult{N: n, SuccessRate: float64(nh) / float64(n), MeanLength: all / float64(n)}
+	if nh > 1 {
+		mean := sum / float64(nh)
+		variance := (sumSq - float64(nh)*mean*mean) / float64(nh-1)
 		r.HittingTime = mean
-		r.CI95 = 1.96 * math.Sqrt(math.Max(variance, 0)/float64(hits))
+		r.CI95 = 1.96 * math.Sqrt(math.Max(variance, 0)/float64(nh))
 	}
-	return r, nil
+	return r
 }

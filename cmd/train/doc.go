@@ -69,6 +69,9 @@ train eval flags:
   -mc N                  also run N seeded Monte Carlo rollouts
   -horizon H             Monte Carlo horizon in transitions (0: none)
   -seed S                Monte Carlo seed (default 1)
+  -search-agent          with -mc: also run the Corollary's search agent, which
+                         refuses any edge state already used in the rollout (each
+                         refusal costs a step); keys search_agent_mc_*
 
 exit codes: 0 success, 1 failure, 2 bad input (one line naming the field),
 130/143 interrupted (checkpoint written).

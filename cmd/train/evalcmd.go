@@ -24,7 +24,7 @@ type evalReport struct {
 	ABCD        []eval.ABCDRow   `json:"abcd"`
 	Theory      eval.Predictions `json:"theory"`
 	MC          *eval.MCResult   `json:"-"`
-	Extra       map[string]any   `json:"-"`
+	Search      *eval.MCResult   `json:"-"`
 }
 
 func runEval(args []string, stdout, stderr io.Writer) error {
@@ -36,6 +36,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	mc := fs.Int("mc", 0, "also run N Monte Carlo rollouts (0: none)")
 	horizon := fs.Int("horizon", 0, "Monte Carlo horizon in transitions (0: none)")
 	seed := fs.Uint64("seed", 1, "Monte Carlo seed")
+	search := fs.Bool("search-agent", false, "with -mc: also run the Corollary's search agent (never re-enters a used edge state; each refusal costs a step)")
 	ckpt := fs.String("checkpoint", "", "evaluate the model checkpointed in this run folder (its graph comes from the checkpoint)")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
@@ -54,6 +55,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	if *mc < 0 || *mc == 1 {
 		return usagef("eval: -mc %d: want 0 (none) or at least 2 rollouts", *mc)
+	}
+	if *search && *mc == 0 {
+		return usagef("eval: -search-agent needs -mc N (the number of rollouts)")
 	}
 	if *horizon < 0 {
 		return usagef("eval: -horizon %d: want >= 0 (0: no limit)", *horizon)
@@ -87,6 +91,13 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		rep.MC = &res
+		if *search {
+			sr, err := sp.SearchMonteCarlo(*mc, *horizon, *seed)
+			if err != nil {
+				return err
+			}
+			rep.Search = &sr
+		}
 	}
 	if *asJSON {
 		return writeJSON(stdout, rep)
@@ -118,16 +129,16 @@ func writeJSON(w io.Writer, rep *evalReport) error {
 	if err := json.Unmarshal(b, &obj); err != nil {
 		return err
 	}
-	if rep.MC != nil {
-		mb, _ := json.Marshal(rep.MC)
+	for prefix, r := range map[string]*eval.MCResult{"": rep.MC, "search_agent_": rep.Search} {
+		if r == nil {
+			continue
+		}
+		mb, _ := json.Marshal(r)
 		var m map[string]any
 		json.Unmarshal(mb, &m)
 		for k, v := range m {
-			obj[k] = v
+			obj[prefix+k] = v
 		}
-	}
-	for k, v := range rep.Extra {
-		obj[k] = v
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -139,6 +150,9 @@ func writeText(w io.Writer, rep *evalReport) error {
 	fmt.Fprintf(w, "policy %s: exact hitting time %s\n", rep.Policy, num(rep.HittingTime))
 	if rep.MC != nil {
 		fmt.Fprintf(w, "Monte Carlo (%d rollouts): %.6g ± %.3g (95%%), success rate %.4f\n", rep.MC.N, rep.MC.HittingTime, rep.MC.CI95, rep.MC.SuccessRate)
+	}
+	if rep.Search != nil {
+		fmt.Fprintf(w, "search agent (%d rollouts): %.6g ± %.3g (95%%), success rate %.4f\n", rep.Search.N, rep.Search.HittingTime, rep.Search.CI95, rep.Search.SuccessRate)
 	}
 	th := rep.Theory
 	fmt.Fprintln(w, "theory:")

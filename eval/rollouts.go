@@ -1,0 +1,126 @@
+package eval
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/rlvr-backtrack/backtrack/tasks"
+)
+
+// Batch holds sampled rollouts: rollout i has target Targets[i], took the
+// transitions Entries[Starts[i]:Starts[i+1]] (indices into the graph's CSR
+// rows, so entry e moves from the row's state to g.Next[e]) and hit its
+// target iff Hit[i].
+type Batch struct {
+	Targets []int
+	Starts  []int
+	Entries []int32
+	Hit     []bool
+}
+
+// Len is the length (number of transitions) of rollout i.
+func (b *Batch) Len(i int) int { return b.Starts[i+1] - b.Starts[i] }
+
+// Tokens is the total number of sampled transitions.
+func (b *Batch) Tokens() int { return len(b.Entries) }
+
+// table is a compact copy of a Markov policy for sampling: per state the
+// cumulative probabilities of its row, the CSR layout and each state's head.
+type table struct {
+	offsets []int32
+	next    []int32
+	cum     []float64
+	head    []int32
+	leaf    []int32 // node of each target's leaf
+}
+
+func newTable(g *tasks.Graph, cum []float64) *table {
+	t := &table{offsets: make([]int32, len(g.Offsets)), next: make([]int32, len(g.Next)), cum: cum,
+		head: make([]int32, g.NumStates()), leaf: make([]int32, g.W()+1)}
+	for i, o := range g.Offsets {
+		t.offsets[i] = int32(o)
+	}
+	for i, a := range g.Next {
+		t.next[i] = int32(a)
+	}
+	for s, st := range g.States {
+		t.head[s] = int32(st.Head)
+	}
+	for i, b := range g.Branches {
+		t.leaf[i+1] = int32(b.Leaf)
+	}
+	return t
+}
+
+// entry draws the CSR index of the transition taken from state s.
+func (t *table) entry(s int32, u float64) int32 {
+	e, hi := t.offsets[s], t.offsets[s+1]-1
+	for e < hi && u >= t.cum[e] {
+		e++
+	}
+	return e
+}
+
+// Rollouts draws n rollouts of the Markov policy from s0 -> f, rollout i
+// with a uniform target and its own random stream seeded by (seed, i), so
+// the batch does not depend on how it is spread over the cores. A rollout
+// stops at its target or after horizon transitions (horizon <= 0: no limit;
+// then the policy must reach every target surely).
+func (sp *Sampler) Rollouts(n, horizon int, seed uint64) *Batch {
+	if sp.tab == nil {
+		sp.tab = newTable(sp.g, sp.cum)
+	}
+	W := sp.g.W()
+	parts := make([]struct {
+		entries []int32
+		lens    []int
+	}, n)
+	b := &Batch{Targets: make([]int, n), Starts: make([]int, n+1), Hit: make([]bool, n)}
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				rng := rand.New(rand.NewPCG(seed, uint64(i)))
+				target := 1 + rng.IntN(W)
+				b.Targets[i] = target
+				parts[i].entries, b.Hit[i] = sp.tab.rollout(target, horizon, rng, nil)
+			}
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for i := range parts {
+		total += len(parts[i].entries)
+	}
+	b.Entries = make([]int32, 0, total)
+	for i := range parts {
+		b.Starts[i] = len(b.Entries)
+		b.Entries = append(b.Entries, parts[i].entries...)
+	}
+	b.Starts[n] = len(b.Entries)
+	return b
+}
+
+// rollout runs one rollout toward target and appends the transitions taken
+// to buf.
+func (t *table) rollout(target, horizon int, rng *rand.Rand, buf []int32) ([]int32, bool) {
+	if horizon <= 0 {
+		horizon = math.MaxInt
+	}
+	leaf := t.leaf[target]
+	s := int32(0)
+	for len(buf) < horizon {
+		e := t.entry(s, rng.Float64())
+		buf = append(buf, e)
+		s = t.next[e]
+		if t.head[s] == leaf {
+			return buf, true
+		}
+	}
+	return buf, false
+}

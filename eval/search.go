@@ -1,0 +1,115 @@
+package eval
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// The search agent of the Corollary (Section 4.4): the policy proposes next
+// states as usual, but the agent refuses any directed edge state already
+// used in this rollout; each refused proposal costs one step, as in the
+// Corollary's proof ("Theta(L) rejected actions of going forwards"). The
+// number of refusals before an accepted proposal is geometric in the
+// probability of the unused states, so it is drawn in one go, and the
+// accepted state is drawn among the unused ones in proportion to the
+// policy. The paper does not say what the agent does when every next state
+// the policy can propose is used (a dead end, common inside diamonds for
+// the pretrained and SFT policies): here it lets the policy move as it
+// would without the agent, for one step, so every rollout can finish.
+
+// SearchMonteCarlo runs n seeded search-agent rollouts with uniform
+// targets (horizon counts steps, refusals included; <= 0: no limit).
+func (sp *Sampler) SearchMonteCarlo(n, horizon int, seed uint64) (MCResult, error) {
+	if n < 2 {
+		return MCResult{}, fmt.Errorf("eval: mc=%d: want at least 2 rollouts", n)
+	}
+	if sp.tab == nil {
+		sp.tab = newTable(sp.g, sp.cum)
+	}
+	probs := sp.probs()
+	return monteCarlo(n, seed, sp.g.W(), func(target int, rng *rand.Rand, w *scratchRollout) (int, bool) {
+		return sp.tab.search(probs, target, horizon, rng, w)
+	}), nil
+}
+
+// probs recovers the transition probabilities from the cumulative rows.
+func (sp *Sampler) probs() []float64 {
+	p := make([]float64, len(sp.cum))
+	for s := range sp.g.States {
+		prev := 0.0
+		for e := sp.g.Offsets[s]; e < sp.g.Offsets[s+1]; e++ {
+			c := sp.cum[e]
+			if math.IsInf(c, 1) {
+				c = 1
+			}
+			p[e] = math.Max(c-prev, 0)
+			prev = c
+		}
+	}
+	return p
+}
+
+// search runs one search-agent rollout, marking used states in w.
+func (t *table) search(probs []float64, target, horizon int, rng *rand.Rand, w *scratchRollout) (steps int, hit bool) {
+	if horizon <= 0 {
+		horizon = math.MaxInt
+	}
+	if len(w.mark) != len(t.head) {
+		w.mark, w.gen = make([]uint32, len(t.head)), 0
+	}
+	w.gen++
+	if w.gen == 0 { // wrapped: forget every old mark
+		clear(w.mark)
+		w.gen = 1
+	}
+	used := func(s int32) bool { return w.mark[s] == w.gen }
+	leaf := t.leaf[target]
+	s := int32(0)
+	w.mark[s] = w.gen
+	for steps < horizon {
+		lo, hi := t.offsets[s], t.offsets[s+1]
+		free, last := 0.0, int32(-1)
+		for e := lo; e < hi; e++ {
+			if !used(t.next[e]) && probs[e] > 0 {
+				free += probs[e]
+				last = e
+			}
+		}
+		if last < 0 { // dead end: one unconstrained step
+			e := t.entry(s, rng.Float64())
+			steps++
+			s = t.next[e]
+			w.mark[s] = w.gen
+			if t.head[s] == leaf {
+				return steps, true
+			}
+			continue
+		}
+		if free < 1 {
+			// Refusals before the first unused proposal: Geometric(free).
+			steps += int(math.Floor(math.Log1p(-rng.Float64()) / math.Log1p(-free)))
+			if steps >= horizon {
+				return horizon, false
+			}
+		}
+		u, e := rng.Float64()*free, last
+		for k := lo; k < last; k++ {
+			if used(t.next[k]) || probs[k] == 0 {
+				continue
+			}
+			if u < probs[k] {
+				e = k
+				break
+			}
+			u -= probs[k]
+		}
+		steps++
+		s = t.next[e]
+		w.mark[s] = w.gen
+		if t.head[s] == leaf {
+			return steps, true
+		}
+	}
+	return steps, false
+}
