@@ -146,10 +146,12 @@ func (an *Analyzer) findSame(probs []float64) {
 	}
 }
 
-// branchProbs is the slice of the policy table holding branch j's rows.
+// branchProbs is the slice of the policy table holding branch j's rows,
+// from its entry state on (the fork-incoming row inside it is the same for
+// every branch).
 func branchProbs(g *tasks.Graph, j int, probs []float64) []float64 {
 	b := g.Branches[j]
-	return probs[g.Offsets[b.ForkIn()+1]:g.Offsets[b.LeafIn()+2]]
+	return probs[g.Offsets[b.Entry()]:g.Offsets[b.LeafIn()+2]]
 }
 
 // copyBranch copies per-state arrays of branch r onto branch j (same shape).

@@ -203,6 +203,11 @@ func TestAgainstRationalSolve(t *testing.T) {
 			p, _ := Named(g, name)
 			floats[name], policies[name] = p, ratTable(p)
 		}
+		// Branches alike but for one row (the last branch's entry, c_1):
+		// the identical-branch reuse must not copy the solve.
+		p := PolicyPretrained(g)
+		setDesired(g, p, g.Branches[g.W()-1].Entry(), 0.99)
+		floats["entry-differs"], policies["entry-differs"] = p, ratTable(p)
 		for name, q := range policies {
 			r := analyze(t, g, floats[name])
 			for m := 1; m <= g.W(); m++ {

@@ -45,7 +45,8 @@ func Read(r io.Reader) (*Vocab, error) {
 	if !sc.Scan() {
 		return nil, fmt.Errorf("tokenizer: vocabulary file: empty: want a %q header", fileMagic)
 	}
-	fields := strings.Fields(sc.Text())
+	header := sc.Text()
+	fields := strings.Fields(header)
 	if len(fields) != 5 || fields[0] != fileMagic {
 		return nil, fmt.Errorf("tokenizer: vocabulary file: header %q: want \"%s %d branches=... states=... targets=...\"", sc.Text(), fileMagic, fileVersion)
 	}
@@ -78,6 +79,9 @@ func Read(r io.Reader) (*Vocab, error) {
 	wantTokens := states + float64(len(branches)+len(Specials))
 	if kv["states"] != strconv.FormatFloat(states, 'f', -1, 64) || kv["targets"] != strconv.Itoa(len(branches)) {
 		return nil, fmt.Errorf("tokenizer: vocabulary file: header says states=%s targets=%s, graph %q has %.0f and %d", kv["states"], kv["targets"], kv["branches"], states, len(branches))
+	}
+	if canon := fmt.Sprintf("%s %d branches=%s states=%s targets=%s", fileMagic, fileVersion, tasks.FormatBranches(branches), kv["states"], kv["targets"]); header != canon {
+		return nil, fmt.Errorf("tokenizer: vocabulary file: header %q is not in canonical form %q", header, canon)
 	}
 	if float64(len(names)) != wantTokens {
 		return nil, fmt.Errorf("tokenizer: vocabulary file: %d tokens, want %.0f (truncated or extended?)", len(names), wantTokens)
