@@ -50,6 +50,8 @@ type Checkpoint struct {
 	Step int `json:"step"`
 	// RNG is the serialised state of the run's random source.
 	RNG []byte `json:"rng"`
+	// Meta holds named scalars of the run (counters, elapsed time).
+	Meta map[string]float64 `json:"meta,omitempty"`
 	// Tensors hold parameters and optimiser state.
 	Tensors []Tensor `json:"-"`
 }

@@ -15,9 +15,9 @@ const DefaultMaxBytes int64 = 8 << 30
 // branches of K diamonds of L multiedges) or a heterogeneous one given by
 // Branches.
 type Config struct {
-	W int `json:"W"` // number of branches (>= 1); ignored when Branches is set
-	K int `json:"K"` // diamonds per branch (>= 1); ignored when Branches is set
-	L int `json:"L"` // multiedges per diamond (>= 1); ignored when Branches is set
+	W int `json:"W,omitempty"` // number of branches (>= 1); ignored when Branches is set
+	K int `json:"K,omitempty"` // diamonds per branch (>= 1); ignored when Branches is set
+	L int `json:"L,omitempty"` // multiedges per diamond (>= 1); ignored when Branches is set
 	// Branches, when non-empty, makes a heterogeneous graph: Branches[i][j] is
 	// the number of multiedges of diamond j+1 on branch i+1, so branch i+1 has
 	// depth len(Branches[i]).

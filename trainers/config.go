@@ -10,7 +10,7 @@ import (
 )
 
 // Names of the trainers of this package.
-var Names = []string{"pretrain", "sft", "rlvr-exact", "distill"}
+var Names = []string{"pretrain", "sft", "rlvr-exact", "distill", "reinforce", "ppo"}
 
 // Config configures one training run of a bigram on a world graph.
 type Config struct {
@@ -22,9 +22,9 @@ type Config struct {
 	// Steps caps the number of optimiser steps (>= 1).
 	Steps int `json:"steps"`
 	// Until stops the run once the exact hitting time is within this
-	// relative distance of the trainer's limit (the converged backtracking
-	// policy for rlvr-exact and distill, the SFT limit for sft); 0 runs all
-	// Steps. Unused by pretrain.
+	// relative distance of the trainer's limit (see Trainer.Limit), or for
+	// pretrain once every state puts less than Until on invalid
+	// transitions; 0 runs all Steps.
 	Until float64 `json:"until"`
 	// Seed seeds every random choice of the run (sampled traces, the
 	// supervised backward states).
@@ -42,6 +42,27 @@ type Config struct {
 	// ErrStalled. The cross-entropy trainers are convex and settle at the
 	// data's entropy, which is convergence, not a stall.
 	Patience int `json:"patience"`
+	// Sampled RLVR (reinforce, ppo; the paper's PPO figure): each step
+	// samples Rollouts rollouts of the current policy with horizon
+	// HorizonFactor times its current hitting time and reward
+	// 1{hit} - Beta |y|, then updates from them (PPO: Epochs passes over
+	// Minibatches minibatches, ratio clipped at 1 +- Clip, an optional KL
+	// penalty to the starting policy and entropy bonus).
+	Rollouts      int     `json:"rollouts"`
+	Beta          float64 `json:"beta"`
+	HorizonFactor float64 `json:"horizon_factor"`
+	Epochs        int     `json:"epochs"`
+	Minibatches   int     `json:"minibatches"`
+	Clip          float64 `json:"clip"`
+	KLCoef        float64 `json:"kl_coef"`
+	EntropyCoef   float64 `json:"entropy_coef"`
+	// Baseline is subtracted from each token's return to go: "state" (the
+	// batch's mean return from the token's state) or "batch" (the batch's
+	// mean return).
+	Baseline string `json:"baseline"`
+	// NormalizeAdvantages divides the batch's advantages by their standard
+	// deviation.
+	NormalizeAdvantages bool `json:"normalize_advantages"`
 	// DistillTraces (distill) is the number of teacher rollouts sampled once
 	// as the training set; 0 trains on the teacher's exact distribution.
 	DistillTraces int `json:"distill_traces"`
@@ -50,7 +71,8 @@ type Config struct {
 // DefaultConfig is the paper's headline run: exact RLVR with sign gradient
 // descent, lr 0.01, until within 0.1% of the converged hitting time.
 func DefaultConfig() Config {
-	return Config{Trainer: "rlvr-exact", Optim: nn.DefaultOptimConfig(), Steps: 20000, Until: 1e-3, Seed: 1, LogEvery: 10, Patience: 1000}
+	return Config{Trainer: "rlvr-exact", Optim: nn.DefaultOptimConfig(), Steps: 20000, Until: 1e-3, Seed: 1, LogEvery: 10, Patience: 1000,
+		Rollouts: 64, Beta: 3e-4, HorizonFactor: 2, Epochs: 4, Minibatches: 4, Clip: 0.2, Baseline: "state", NormalizeAdvantages: true}
 }
 
 // Validate checks every field; errors name the field and what is allowed.
@@ -78,6 +100,27 @@ func (c Config) Validate() error {
 	}
 	if c.Patience < 0 {
 		return fmt.Errorf("trainers: patience %d: want >= 0 (0: never stop for lack of progress)", c.Patience)
+	}
+	if c.Rollouts < 1 {
+		return fmt.Errorf("trainers: rollouts %d: want >= 1", c.Rollouts)
+	}
+	if !(c.Beta >= 0) || math.IsInf(c.Beta, 0) {
+		return fmt.Errorf("trainers: beta %v: want a finite length penalty >= 0", c.Beta)
+	}
+	if !(c.HorizonFactor > 0) || math.IsInf(c.HorizonFactor, 0) {
+		return fmt.Errorf("trainers: horizon_factor %v: want > 0 (the paper's 2)", c.HorizonFactor)
+	}
+	if c.Epochs < 1 || c.Minibatches < 1 || c.Minibatches > c.Rollouts {
+		return fmt.Errorf("trainers: epochs %d, minibatches %d: want >= 1 each, minibatches <= rollouts (%d)", c.Epochs, c.Minibatches, c.Rollouts)
+	}
+	if !(c.Clip > 0 && c.Clip < 1) {
+		return fmt.Errorf("trainers: clip %v: want in (0, 1)", c.Clip)
+	}
+	if !(c.KLCoef >= 0) || !(c.EntropyCoef >= 0) || math.IsInf(c.KLCoef, 0) || math.IsInf(c.EntropyCoef, 0) {
+		return fmt.Errorf("trainers: kl_coef %v, entropy_coef %v: want finite >= 0", c.KLCoef, c.EntropyCoef)
+	}
+	if c.Baseline != "state" && c.Baseline != "batch" {
+		return fmt.Errorf("trainers: baseline %q: want state or batch", c.Baseline)
 	}
 	if c.DistillTraces < 0 {
 		return fmt.Errorf("trainers: distill_traces %d: want >= 0 (0: the teacher's exact distribution)", c.DistillTraces)

@@ -28,13 +28,19 @@ type Row struct {
 	// holds; meaningful for sgd, the discretised gradient flow).
 	InvalidMass float64 `json:"invalid_mass,omitempty"`
 	BoundRatio  float64 `json:"bound_ratio,omitempty"`
+	// Sampled trainers: transitions and rollouts sampled so far, and the
+	// latest batch.
+	Tokens, Rollouts int
+	Batch            BatchStats
 }
 
 // measure computes the metrics of the current policy (and caches the exact
 // analysis for the RLVR step that follows).
 func (t *Trainer) measure() (Row, error) {
-	row := Row{Step: t.done, HittingTime: math.NaN()}
+	row := Row{Step: t.done, HittingTime: math.NaN(), InvalidMass: math.NaN(), BoundRatio: math.NaN(),
+		A: math.NaN(), B: math.NaN(), C: math.NaN(), D: math.NaN()}
 	if t.cfg.Trainer == "pretrain" {
+		row.InvalidMass, row.BoundRatio = 0, 0
 		return t.measurePretrain(row), nil
 	}
 	probs := t.model.Probs()
@@ -47,9 +53,13 @@ func (t *Trainer) measure() (Row, error) {
 	if math.IsNaN(row.HittingTime) || math.IsInf(row.HittingTime, 0) {
 		return row, fmt.Errorf("trainers: step %d: hitting time is %v", t.done, row.HittingTime)
 	}
-	if t.cfg.Trainer == "rlvr-exact" {
+	switch t.cfg.Trainer {
+	case "rlvr-exact":
 		row.Objective = 1 - res.HittingTime
-	} else {
+	case "reinforce", "ppo":
+		row.Objective = 1 - t.cfg.Beta*res.HittingTime // exact J with the length penalty, no horizon
+		row.Tokens, row.Rollouts, row.Batch = t.smp.tokens, t.smp.rollouts, t.smp.batch
+	default:
 		for i, q := range t.pairs {
 			if q > 0 {
 				row.Objective -= q * math.Log(probs[i])
@@ -66,6 +76,7 @@ func (t *Trainer) fillABCD(row *Row) {
 		return
 	}
 	row.Depths = depthMeans(eval.ABCDTable(t.g, t.probs))
+	row.A, row.B, row.C, row.D = 0, 0, 0, 0
 	var n float64
 	for _, d := range row.Depths {
 		row.A, row.B, row.C, row.D = row.A+d.A, row.B+d.B, row.C+d.C, row.D+d.D

@@ -10,6 +10,8 @@ type State struct {
 	Logits []float64 // one per support entry of the model (frozen rows included)
 	Optim  []float64
 	RNG    []byte
+	// Counters holds the sampled trainers' totals: "tokens", "rollouts".
+	Counters map[string]float64
 }
 
 // State snapshots the trainer.
@@ -18,7 +20,11 @@ func (t *Trainer) State() (State, error) {
 	if err != nil {
 		return State{}, fmt.Errorf("trainers: random source: %w", err)
 	}
-	return State{Step: t.done, Logits: t.model.Logits(), Optim: t.solver.State(), RNG: rng}, nil
+	st := State{Step: t.done, Logits: t.model.Logits(), Optim: t.solver.State(), RNG: rng}
+	if t.smp != nil {
+		st.Counters = map[string]float64{"tokens": float64(t.smp.tokens), "rollouts": float64(t.smp.rollouts)}
+	}
+	return st, nil
 }
 
 // Restore puts the trainer back in a snapshotted state. The trainer must
@@ -35,6 +41,14 @@ func (t *Trainer) Restore(s State) error {
 	}
 	if err := t.pcg.UnmarshalBinary(s.RNG); err != nil {
 		return fmt.Errorf("trainers: restore: random source: %w", err)
+	}
+	if t.smp != nil {
+		tok, ok1 := s.Counters["tokens"]
+		ro, ok2 := s.Counters["rollouts"]
+		if !ok1 || !ok2 {
+			return fmt.Errorf("trainers: restore: a %s checkpoint must count tokens and rollouts", t.cfg.Trainer)
+		}
+		t.smp.tokens, t.smp.rollouts = int(tok), int(ro)
 	}
 	t.done, t.res = s.Step, nil
 	return nil

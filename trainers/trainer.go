@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 
 	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn"
@@ -24,8 +23,8 @@ type Trainer struct {
 	model  *nn.Bigram
 	solver nn.Solver
 	step   *nn.Step
-	input  *G.Node       // (P) loss constants, filled with G.Let before each step
-	inVal  *tensor.Dense // its value
+	in     vec // (P) loss constants: pair weights or RLVR advantages
+	smp    *sampled
 	an     *eval.Analyzer
 	pairs  []float64 // cross-entropy pair weights, one per support entry
 	limit  float64   // hitting time the run converges to (0: none)
@@ -70,17 +69,21 @@ func New(cfg Config, g *tasks.Graph, init, teacher []float64) (*Trainer, error) 
 			}
 		}
 	case "distill":
-		t.limit = pred.RLVRLimit
 		if teacher == nil {
 			return nil, fmt.Errorf("trainers: distill needs a teacher policy")
 		}
+		var r *eval.Analysis
+		if r, err = t.an.Analyze(teacher); err != nil {
+			return nil, fmt.Errorf("trainers: teacher: %w", err)
+		}
+		t.limit = r.HittingTime // the student converges to its teacher
 		if cfg.DistillTraces > 0 {
 			t.pairs, err = SampledTeacherPairs(g, teacher, cfg.DistillTraces, t.rng)
 		} else {
 			t.pairs, err = TeacherPairs(g, teacher)
 		}
-	case "rlvr-exact":
-		t.limit = pred.RLVRLimit
+	case "rlvr-exact", "reinforce", "ppo":
+		t.limit = pred.RLVROptimum
 	}
 	if err != nil {
 		return nil, err
@@ -113,20 +116,21 @@ func graphBigram(g *tasks.Graph, init []float64) (*nn.Bigram, error) {
 
 // buildLoss adds the loss to the model's graph and compiles the step.
 func (t *Trainer) buildLoss() error {
-	p := t.model.NumParams()
-	t.inVal = tensor.New(tensor.WithShape(p), tensor.Of(tensor.Float64))
-	t.input = G.NewVector(t.model.Graph(), G.Float64, G.WithShape(p), G.WithName("constants"))
+	if t.cfg.Trainer != "ppo" { // ppo's constants are its own (sampled.go)
+		t.in = newVec(t.model.Graph(), t.model.NumParams(), "constants")
+	}
 	var cost *G.Node
 	var err error
-	if t.cfg.Trainer == "rlvr-exact" {
-		cost, err = t.model.ExpectedCost(t.input) // sum_e A(e) pi(e): grad = grad of H_f
-	} else {
-		cost, err = t.model.WeightedLogLik(t.input) // sum_e -q(e) log pi(e)
-		if err == nil {
-			w := t.inVal.Data().([]float64)
-			for k, e := range t.model.TrainableEntries() {
-				w[k] = -t.pairs[e]
-			}
+	switch t.cfg.Trainer {
+	case "rlvr-exact":
+		cost, err = t.model.ExpectedCost(t.in.node) // sum_e A(e) pi(e): grad = grad of H_f
+	case "reinforce", "ppo":
+		cost, err = t.buildSampled()
+	default:
+		cost, err = t.model.WeightedLogLik(t.in.node) // sum_e -q(e) log pi(e)
+		w := t.in.data()
+		for k, e := range t.model.TrainableEntries() {
+			w[k] = -t.pairs[e]
 		}
 	}
 	if err != nil {
@@ -149,8 +153,9 @@ func (t *Trainer) Graph() *tasks.Graph { return t.g }
 func (t *Trainer) Steps() int { return t.done }
 
 // Limit is the exact hitting time of the policy the run converges to: the
-// converged backtracking policy (rlvr-exact, distill), the SFT limit with
-// its supervised backward states backtracking (sft); 0 for pretrain.
+// converged backtracking policy with the best entry row (rlvr-exact,
+// reinforce, ppo; eval.RLVROptimum), the teacher (distill), the SFT limit
+// with its supervised backward states backtracking (sft); 0 for pretrain.
 func (t *Trainer) Limit() float64 { return t.limit }
 
 // Close releases the tape machine.
@@ -215,27 +220,31 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 	}
 }
 
+// Converged reports whether a row meets the run's stop rule (Config.Until).
+func (t *Trainer) Converged(r Row) bool { return t.converged(r) }
+
+// converged reports the stop rule of Config.Until: within Until of the
+// limit, or for pretraining a mass on invalid transitions below Until.
 func (t *Trainer) converged(r Row) bool {
+	if t.cfg.Trainer == "pretrain" {
+		return t.cfg.Until > 0 && r.InvalidMass <= t.cfg.Until
+	}
 	return t.cfg.Until > 0 && t.limit > 0 && math.Abs(r.HittingTime-t.limit) <= t.cfg.Until*t.limit
 }
 
-// Step takes one optimiser step.
+// Step takes one optimiser step (for reinforce and ppo: one iteration of
+// sampling and updates).
 func (t *Trainer) Step() error {
-	if t.cfg.Trainer == "rlvr-exact" {
+	switch t.cfg.Trainer {
+	case "reinforce", "ppo":
+		return t.sampledStep()
+	case "rlvr-exact":
 		if err := t.advantages(); err != nil {
 			return err
 		}
 	}
-	if err := G.Let(t.input, t.inVal); err != nil {
-		return fmt.Errorf("trainers: step %d: %w", t.done, err)
-	}
-	if _, err := t.step.Run(); err != nil { // refuses NaN losses and gradients
-		return fmt.Errorf("trainers: step %d: %w", t.done, err)
-	}
-	for i, v := range t.model.Logits() {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("trainers: step %d: parameter theta[%d] is %v after the update", t.done, i, v)
-		}
+	if err := t.runStep(t.in); err != nil {
+		return err
 	}
 	t.done++
 	return nil
@@ -257,7 +266,7 @@ func (t *Trainer) advantages() error {
 	}
 	probs := t.probs
 	c := t.res.CostWeights()
-	out := t.inVal.Data().([]float64)
+	out := t.in.data()
 	entries := t.model.TrainableEntries()
 	g := t.g
 	k := 0

@@ -80,7 +80,7 @@ func TestRLVRGradient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer step.Close()
-	G.Let(in, tr.inVal)
+	G.Let(in, tr.in.val)
 	if _, err := step.Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestDistill(t *testing.T) {
 	limit := eval.Predict(g).RLVRLimit
 	for _, traces := range []int{0, 2000} {
 		cfg := DefaultConfig()
-		cfg.Trainer, cfg.DistillTraces, cfg.Until = "distill", traces, 0.01
+		cfg.Trainer, cfg.DistillTraces, cfg.Until = "distill", traces, 0.005
 		_, last := run(t, cfg, g, nil, probs)
 		if math.Abs(last.HittingTime-limit) > 0.01*limit {
 			t.Errorf("traces=%d: final hitting time %v, limit %v", traces, last.HittingTime, limit)

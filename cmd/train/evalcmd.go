@@ -28,7 +28,7 @@ type evalReport struct {
 }
 
 func runEval(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("eval", stdout)
+	fs := newFlagSet("eval")
 	var gf graphFlags
 	gf.register(fs, tasks.DefaultConfig())
 	policy := fs.String("policy", "pretrained", "policy to analyse: "+strings.Join(eval.PolicyNames, ", "))

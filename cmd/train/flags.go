@@ -11,7 +11,7 @@ import (
 
 // newFlagSet makes a flag set whose errors come back as one-line usage
 // errors; -h prints the subcommand's flags.
-func newFlagSet(name string, stdout io.Writer) *flag.FlagSet {
+func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {} // errors are reported in one line by parse
@@ -64,7 +64,7 @@ func (g *graphFlags) register(fs *flag.FlagSet, def tasks.Config) {
 	fs.IntVar(&g.k, "K", def.K, "diamonds per branch K (>= 1)")
 	fs.IntVar(&g.l, "L", def.L, "multiedges per diamond L (>= 1)")
 	fs.Int64Var(&g.maxBytes, "max-bytes", def.MaxBytes, "memory budget in bytes: larger graphs are refused up front (0: 3/4 of the machine's memory)")
-	fs.StringVar(&g.branches, "branches", g.branches, `heterogeneous graph, e.g. "2,2,3;5,1": ';' between branches, ',' between the diamonds' multiedge counts (overrides -W -K -L)`)
+	fs.StringVar(&g.branches, "branches", g.branches, `heterogeneous graph, e.g. "2,2,3;5,1": ';' between branches, ',' between the diamonds' multiedge counts (instead of -W -K -L)`)
 }
 
 // config resolves the flags into a validated graph configuration.

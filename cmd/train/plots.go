@@ -50,9 +50,12 @@ func readCSV(path string) ([][]float64, error) {
 		}
 		var rec []float64
 		for _, f := range strings.Split(line, ",") {
-			v, err := strconv.ParseFloat(f, 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s line %d: %v", path, i+1, err)
+			v := math.NaN() // an empty cell does not apply
+			if f != "" {
+				var err error
+				if v, err = strconv.ParseFloat(f, 64); err != nil {
+					return nil, fmt.Errorf("%s line %d: %v", path, i+1, err)
+				}
 			}
 			rec = append(rec, v)
 		}

@@ -21,10 +21,11 @@ type progress struct {
 	last  time.Time
 	start time.Time
 	row   trainers.Row
+	shown int // step of the last line logged (-1: none)
 }
 
 func newProgress(w io.Writer, total, done int) *progress {
-	p := &progress{w: w, total: total, start: time.Now()}
+	p := &progress{w: w, total: total, start: time.Now(), shown: -1}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.bar = progressbar.NewOptions(total,
 			progressbar.OptionSetWriter(w),
@@ -55,7 +56,7 @@ func (p *progress) log() {
 	r := p.row
 	fmt.Fprintf(p.w, "step %d/%d hitting_time %.6g objective %.6g a %.4f b %.4f c %.4f d %.4f elapsed %.1fs\n",
 		r.Step, p.total, r.HittingTime, r.Objective, r.A, r.B, r.C, r.D, time.Since(p.start).Seconds())
-	p.last = time.Now()
+	p.last, p.shown = time.Now(), r.Step
 }
 
 func (p *progress) finish() {
@@ -63,5 +64,7 @@ func (p *progress) finish() {
 		p.bar.Finish()
 		return
 	}
-	p.log()
+	if p.row.Step != p.shown {
+		p.log()
+	}
 }

@@ -65,7 +65,7 @@ func TestRunWritesFolder(t *testing.T) {
 	}
 	// Distillation from that run as teacher.
 	ddir := filepath.Join(t.TempDir(), "distill")
-	code, _, errs = runCLI(t, "run", "-W", "3", "-K", "2", "-L", "2", "-trainer", "distill", "-teacher", dir, "-until", "0.01", "-out", ddir)
+	code, _, errs = runCLI(t, "run", "-W", "3", "-K", "2", "-L", "2", "-trainer", "distill", "-teacher", dir, "-until", "0.005", "-out", ddir)
 	if code != 0 {
 		t.Fatalf("distill: exit %d: %s", code, errs)
 	}

@@ -38,9 +38,10 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	fs := newFlagSet("run", stdout)
+	fs := newFlagSet("run")
 	var gf graphFlags
 	_, resume := runFlags(fs, &rc, &gf)
+	force := fs.Bool("force", false, "replace a run folder that holds another run")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
@@ -60,7 +61,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err := rc.validate(); err != nil {
 		return err
 	}
-	return train(rc, nil, stdout, stderr)
+	return train(rc, nil, *force, stdout, stderr)
 }
 
 // runDefault runs the paper's headline experiment (Figures 3-4) into
@@ -71,7 +72,7 @@ func runDefault(stdout, stderr io.Writer) error {
 	if err := rc.validate(); err != nil {
 		return err
 	}
-	return train(rc, nil, stdout, stderr)
+	return train(rc, nil, false, stdout, stderr)
 }
 
 // resumeRun continues the run in dir from its checkpoint.
@@ -88,7 +89,7 @@ func resumeRun(dir string, stdout, stderr io.Writer) error {
 	if err := rc.validate(); err != nil {
 		return err
 	}
-	return train(rc, ck, stdout, stderr)
+	return train(rc, ck, false, stdout, stderr)
 }
 
 const checkpointFile = "checkpoint.bin"
@@ -99,8 +100,13 @@ var interruptAtStep int
 
 // train runs one configured training into its folder, from scratch or from
 // a checkpoint.
-func train(rc runConfig, ck *checkpoints.Checkpoint, stdout, stderr io.Writer) error {
+func train(rc runConfig, ck *checkpoints.Checkpoint, force bool, stdout, stderr io.Writer) error {
 	start := time.Now()
+	var before float64 // wall seconds spent before a resume
+	if ck != nil {
+		before = ck.Meta["wall_seconds"]
+	}
+	wall := func() float64 { return before + time.Since(start).Seconds() }
 	g, err := tasks.New(rc.Graph)
 	if err != nil {
 		return usagef("run: %v", err)
@@ -122,17 +128,20 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, stdout, stderr io.Writer) e
 			return err
 		}
 	}
-	out, err := openRunDir(rc.Out, cfgJSON, ck)
+	out, err := openRunDir(rc.Out, cfgJSON, ck, force)
 	if err != nil {
 		return err
 	}
 	defer out.close()
+	if err := writeVocab(rc.Out, g); err != nil {
+		return err
+	}
 	save := func() error {
 		st, err := tr.State()
 		if err != nil {
 			return err
 		}
-		return saveCheckpoint(filepath.Join(rc.Out, checkpointFile), cfgJSON, st)
+		return saveCheckpoint(filepath.Join(rc.Out, checkpointFile), cfgJSON, st, wall())
 	}
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -181,17 +190,16 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, stdout, stderr io.Writer) e
 		return err
 	}
 	sum := summary{
-		Stalled: stalled,
-		Trainer: rc.Train.Trainer, Graph: g.Config.Name(),
+		Stalled: stalled, Trainer: rc.Train.Trainer, Graph: g.Config.Name(),
 		InitialHittingTime: finite(out.initialHitting), FinalHittingTime: finite(last.HittingTime),
-		LimitHittingTime: finite(tr.Limit()),
-		Steps:            tr.Steps(), WallSeconds: time.Since(start).Seconds(), Theory: eval.Predict(g),
-		Converged: rc.Train.Until > 0 && tr.Limit() > 0 && relDist(last.HittingTime, tr.Limit()) <= rc.Train.Until,
-		FinalABCD: [4]float64{last.A, last.B, last.C, last.D},
+		LimitHittingTime: finite(tr.Limit()), Steps: tr.Steps(), WallSeconds: wall(), Theory: eval.Predict(g),
+		Converged: tr.Converged(last),
 	}
 	if rc.Train.Trainer == "pretrain" {
 		sum.LimitHittingTime = nil
-		sum.InvalidMass, sum.BoundRatio = finite(last.InvalidMass), finite(out.maxBoundRatio)
+		sum.InvalidMass, sum.BoundRatio = finite(last.InvalidMass), finite(out.maxColumn("bound_ratio"))
+	} else {
+		sum.FinalABCD = &[4]float64{last.A, last.B, last.C, last.D}
 	}
 	if err := out.finish(sum); err != nil {
 		return err
@@ -201,12 +209,4 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, stdout, stderr io.Writer) e
 		return fmt.Errorf("run stopped at step %d: %w", tr.Steps(), err)
 	}
 	return nil
-}
-
-func relDist(x, y float64) float64 {
-	d := (x - y) / y
-	if d < 0 {
-		return -d
-	}
-	return d
 }

@@ -64,7 +64,14 @@ func defaultName(rc runConfig) string {
 	if len(rc.Graph.Branches) > 0 {
 		shape = "branches-" + strings.NewReplacer(";", "_", ",", ".").Replace(tasks.FormatBranches(rc.Graph.Branches))
 	}
-	return fmt.Sprintf("%s-%s-seed%d", rc.Train.Trainer, shape, rc.Train.Seed)
+	name := rc.Train.Trainer
+	if rc.Train.SupervisedBackward > 0 {
+		name += fmt.Sprintf("-p%g", rc.Train.SupervisedBackward)
+	}
+	if rc.Train.Trainer == "distill" && rc.Train.DistillTraces > 0 {
+		name += fmt.Sprintf("-traces%d", rc.Train.DistillTraces)
+	}
+	return fmt.Sprintf("%s-%s-seed%d", name, shape, rc.Train.Seed)
 }
 
 // loadRunConfig reads a JSON config file strictly into rc.
@@ -98,7 +105,7 @@ func decodeRunConfig(data []byte, rc *runConfig) error {
 func runFlags(fs *flag.FlagSet, rc *runConfig, gf *graphFlags) (configPath, resume *string) {
 	gf.register(fs, rc.Graph)
 	configPath = fs.String("config", "", "read the run configuration from this JSON file (same fields as config.json); flags override it")
-	resume = fs.String("resume", "", "resume the run in this folder from its last checkpoint (its config.json is authoritative)")
+	resume = fs.String("resume", "", "resume the run in this folder from its checkpoint (the configuration embedded in the checkpoint is used)")
 	fs.StringVar(&rc.Model, "model", rc.Model, "model: bigram")
 	fs.StringVar(&rc.Train.Trainer, "trainer", rc.Train.Trainer, "trainer: "+strings.Join(trainers.Names, ", "))
 	fs.StringVar(&rc.Train.Optim.Name, "optimizer", rc.Train.Optim.Name, "optimizer: sign (the paper's), sgd or adam")
@@ -110,9 +117,19 @@ func runFlags(fs *flag.FlagSet, rc *runConfig, gf *graphFlags) (configPath, resu
 	fs.IntVar(&rc.Train.LogEvery, "log-every", rc.Train.LogEvery, "metrics row every N steps")
 	fs.Float64Var(&rc.Train.SupervisedBackward, "supervised-backward", rc.Train.SupervisedBackward, "sft: fraction of backward states also supervised (Appendix F)")
 	fs.IntVar(&rc.Train.DistillTraces, "distill-traces", rc.Train.DistillTraces, "distill: sampled teacher traces (0: exact teacher distribution)")
+	fs.IntVar(&rc.Train.Rollouts, "rollouts", rc.Train.Rollouts, "reinforce, ppo: rollouts per step")
+	fs.Float64Var(&rc.Train.Beta, "beta", rc.Train.Beta, "reinforce, ppo: length penalty beta in the reward 1{hit} - beta |y|")
+	fs.Float64Var(&rc.Train.HorizonFactor, "horizon-factor", rc.Train.HorizonFactor, "reinforce, ppo: rollout horizon as a multiple of the current hitting time")
+	fs.IntVar(&rc.Train.Epochs, "epochs", rc.Train.Epochs, "ppo: passes over each batch")
+	fs.IntVar(&rc.Train.Minibatches, "minibatches", rc.Train.Minibatches, "ppo: minibatches per pass")
+	fs.Float64Var(&rc.Train.Clip, "clip", rc.Train.Clip, "ppo: ratio clip epsilon")
+	fs.Float64Var(&rc.Train.KLCoef, "kl-coef", rc.Train.KLCoef, "ppo: KL penalty to the starting policy")
+	fs.Float64Var(&rc.Train.EntropyCoef, "entropy-coef", rc.Train.EntropyCoef, "ppo: entropy bonus")
+	fs.StringVar(&rc.Train.Baseline, "baseline", rc.Train.Baseline, "reinforce, ppo: baseline state (mean return from the state) or batch")
+	fs.BoolVar(&rc.Train.NormalizeAdvantages, "normalize-advantages", rc.Train.NormalizeAdvantages, "reinforce, ppo: divide advantages by their standard deviation")
 	fs.StringVar(&rc.Teacher, "teacher", rc.Teacher, "distill: rlvr-limit or a run folder whose checkpoint is the teacher")
 	fs.IntVar(&rc.CheckpointEvery, "checkpoint-every", rc.CheckpointEvery, "checkpoint every N steps (0: at the end and on interruption only)")
-	fs.StringVar(&rc.Out, "out", rc.Out, "run folder (default runs/<trainer>-<graph>-seed<seed>)")
+	fs.StringVar(&rc.Out, "out", rc.Out, "run folder (default runs/<trainer>-<graph>-seed<seed>); a folder holding another run is refused unless -force")
 	return configPath, resume
 }
 

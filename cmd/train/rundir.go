@@ -16,6 +16,7 @@ import (
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn"
 	"github.com/rlvr-backtrack/backtrack/tasks"
+	"github.com/rlvr-backtrack/backtrack/tokenizer"
 	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
@@ -34,7 +35,7 @@ type summary struct {
 	Stalled            bool             `json:"stalled"` // stopped for lack of progress (patience)
 	Steps              int              `json:"steps"`
 	WallSeconds        float64          `json:"wall_seconds"`
-	FinalABCD          [4]float64       `json:"final_mean_abcd"`
+	FinalABCD          *[4]float64      `json:"final_mean_abcd"`
 	Theory             eval.Predictions `json:"theory"`
 }
 
@@ -45,7 +46,6 @@ type runDir struct {
 	metrics, abcd  *os.File
 	mw, aw         *bufio.Writer
 	initialHitting float64 // of step 0, from this session or the kept rows
-	maxBoundRatio  float64 // pretrain: over this session's rows
 }
 
 const (
@@ -55,9 +55,21 @@ const (
 
 // openRunDir prepares dir: a fresh run clears what an earlier run left; a
 // resumed run keeps the metrics of the steps before its checkpoint.
-func openRunDir(dir string, cfgJSON []byte, ck *checkpoints.Checkpoint) (*runDir, error) {
+func openRunDir(dir string, cfgJSON []byte, ck *checkpoints.Checkpoint, force bool) (*runDir, error) {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return nil, usagef("run: -out %s: exists and is not a folder", dir)
+	}
+	if ck == nil && !force {
+		if old, err := os.ReadFile(filepath.Join(dir, "config.json")); err == nil {
+			if !bytes.Equal(bytes.TrimSpace(old), bytes.TrimSpace(cfgJSON)) {
+				return nil, usagef("run: -out %s holds another run (its config.json differs): choose another -out, or -force to replace it", dir)
+			}
+		} else if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+			return nil, usagef("run: -out %s is a non-empty folder that is not a run folder: choose another -out, or -force", dir)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, usagef("run: -out %s: %v", dir, err)
 	}
 	// Temporary files of writes a killed process never renamed.
 	if stale, err := filepath.Glob(filepath.Join(dir, ".*.tmp*")); err == nil {
@@ -136,7 +148,6 @@ func reopenCSV(path, header string, keep int) (*os.File, [][]string, error) {
 }
 
 func (r *runDir) write(row trainers.Row) error {
-	r.maxBoundRatio = math.Max(r.maxBoundRatio, row.BoundRatio)
 	if row.Step == 0 {
 		r.initialHitting = row.HittingTime
 	}
@@ -152,8 +163,14 @@ func (r *runDir) write(row trainers.Row) error {
 	return r.aw.Flush()
 }
 
-// f64 formats a float exactly (shortest round-trip form).
-func f64(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+// f64 formats a float exactly (shortest round-trip form); NaN, a value that
+// does not apply to the trainer, is left empty.
+func f64(x float64) string {
+	if math.IsNaN(x) {
+		return ""
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}
 
 func (r *runDir) close() {
 	r.mw.Flush()
@@ -180,10 +197,15 @@ func (r *runDir) finish(s summary) error {
 	return checkpoints.WriteFileAtomic(filepath.Join(r.dir, "summary.json"), append(b, '\n'))
 }
 
-// saveCheckpoint writes the trainer state with the run's config.
-func saveCheckpoint(path string, cfgJSON []byte, st trainers.State) error {
+// saveCheckpoint writes the trainer state with the run's config and the
+// wall time spent on the run so far.
+func saveCheckpoint(path string, cfgJSON []byte, st trainers.State, wall float64) error {
+	meta := map[string]float64{"wall_seconds": wall}
+	for k, v := range st.Counters {
+		meta[k] = v
+	}
 	return checkpoints.Save(path, &checkpoints.Checkpoint{
-		Kind: "bigram", Config: cfgJSON, Step: st.Step, RNG: st.RNG,
+		Kind: "bigram", Config: cfgJSON, Step: st.Step, RNG: st.RNG, Meta: meta,
 		Tensors: []checkpoints.Tensor{{Name: "logits", Data: st.Logits}, {Name: "optimizer", Data: st.Optim}},
 	})
 }
@@ -193,7 +215,7 @@ func restore(tr *trainers.Trainer, ck *checkpoints.Checkpoint, cfgJSON []byte) e
 	if ck.Kind != "bigram" {
 		return usagef("run: checkpoint is a %s model, this run trains a bigram", ck.Kind)
 	}
-	logits, err := ck.Tensor("logits", len(tr.Graph().Next))
+	logits, err := ck.Tensor("logits", len(tr.Model().Logits()))
 	if err != nil {
 		return usagef("run: %v", err)
 	}
@@ -201,7 +223,13 @@ func restore(tr *trainers.Trainer, ck *checkpoints.Checkpoint, cfgJSON []byte) e
 	if err != nil {
 		return usagef("run: %v", err)
 	}
-	if err := tr.Restore(trainers.State{Step: ck.Step, Logits: logits, Optim: opt, RNG: ck.RNG}); err != nil {
+	counters := map[string]float64{}
+	for k, v := range ck.Meta {
+		if k != "wall_seconds" {
+			counters[k] = v
+		}
+	}
+	if err := tr.Restore(trainers.State{Step: ck.Step, Logits: logits, Optim: opt, RNG: ck.RNG, Counters: counters}); err != nil {
 		return usagef("run: checkpoint: %v", err)
 	}
 	return nil
@@ -244,8 +272,23 @@ func bigramFromRun(dir string, g *tasks.Graph) (*tasks.Graph, []float64, error) 
 	} else if a, b := rc.Graph.Name(), g.Config.Name(); a != b {
 		return nil, nil, fmt.Errorf("checkpoint was trained on graph %s, this graph is %s", a, b)
 	}
-	logits, err := ck.Tensor("logits", len(g.Next))
-	if err != nil {
+	var logits []float64
+	if rc.Train.Trainer == "pretrain" {
+		// A dense pretrained model: its logits on the valid transitions are
+		// the world model it learned (Assumption 'exact_pretrain' drops the
+		// rest).
+		v := g.NumStates()
+		dense, err := ck.Tensor("logits", v*v)
+		if err != nil {
+			return nil, nil, err
+		}
+		logits = make([]float64, len(g.Next))
+		for s := range v {
+			for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {
+				logits[i] = dense[s*v+g.Next[i]]
+			}
+		}
+	} else if logits, err = ck.Tensor("logits", len(g.Next)); err != nil {
 		return nil, nil, err
 	}
 	m, err := nn.NewBigram(nn.BigramConfig{Vocab: g.NumStates(), Support: nn.Support{Offsets: g.Offsets, Next: g.Next}}, logits)
@@ -295,4 +338,33 @@ func printSummary(w io.Writer, rc runConfig, s summary) {
 	}
 	fmt.Fprintf(w, "  %-28s %14s   %s\n", "final hitting time", num(val(s.FinalHittingTime)), lim)
 	fmt.Fprintf(w, "  %-28s %14s\n", "final mean a, b, c, d", fmt.Sprintf("%.4f %.4f %.4f %.4f", s.FinalABCD[0], s.FinalABCD[1], s.FinalABCD[2], s.FinalABCD[3]))
+}
+
+// maxColumn is the largest value of a metrics.csv column over the whole run
+// (resumed sessions included).
+func (r *runDir) maxColumn(name string) float64 {
+	r.mw.Flush()
+	rows, err := readCSV(filepath.Join(r.dir, "metrics.csv"))
+	col := strings.Index(metricsHeader, name)
+	if err != nil || col < 0 {
+		return math.NaN()
+	}
+	col = strings.Count(metricsHeader[:col], ",")
+	m := math.NaN()
+	for _, row := range rows {
+		if col < len(row) && !(row[col] <= m) {
+			m = row[col]
+		}
+	}
+	return m
+}
+
+// writeVocab writes the graph's token vocabulary, vocab.txt, into the run
+// folder: the names behind the token ids of the checkpoint's rows.
+func writeVocab(dir string, g *tasks.Graph) error {
+	var buf bytes.Buffer
+	if _, err := tokenizer.New(g).WriteTo(&buf); err != nil {
+		return err
+	}
+	return checkpoints.WriteFileAtomic(filepath.Join(dir, "vocab.txt"), buf.Bytes())
 }

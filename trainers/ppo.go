@@ -1,0 +1,135 @@
+package trainers
+
+import (
+	"fmt"
+	"math"
+
+	G "gorgonia.org/gorgonia"
+)
+
+// The losses of sampled RLVR, built in the gorgonia graph over a vector of
+// log-probabilities of "items". For the bigram an item is one trainable
+// transition (s, a) and its constants sum the advantages of every sampled
+// token that took it, so the graph does not grow with the batch; for a
+// model whose probabilities depend on the whole prefix an item is one
+// token. Both are exact: PPO's ratio pi/pi_old is the same for every token
+// of an item, and
+//
+//	sum_t min(r A_t, clip(r, 1-eps, 1+eps) A_t)
+//	  = A+ min(r, 1+eps) + A- max(r, 1-eps),
+//
+// with A+ (A-) the sum of the item's positive (negative) advantages.
+
+// reinforceLoss is -(1/N) sum_t A_t log pi(a_t|s_t) with the baseline
+// already in A: weights w = -A/N per item (REINFORCE, Sutton et al. 1999).
+func reinforceLoss(logp, w *G.Node) (*G.Node, error) {
+	return G.Mul(w, logp) // (P) . (P) -> ()
+}
+
+// ppoObjective is PPO's clipped surrogate (Schulman et al. 2017) summed
+// over items: sum_i A+_i min(r_i, 1+eps) + A-_i max(r_i, 1-eps), with
+// r_i = exp(logp_i - oldLogp_i). min(r, c) = r - relu(r - c) and
+// max(r, c) = r + relu(c - r) keep it in stock ops. Advantages arrive
+// already divided by the number of tokens.
+func ppoObjective(logp, oldLogp, advPos, advNeg *G.Node, eps float64) (obj *G.Node, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			obj, err = nil, fmt.Errorf("trainers: ppo loss: %v", r)
+		}
+	}()
+	hi := G.NewConstant(1+eps, G.WithName("1+eps"))
+	lo := G.NewConstant(1-eps, G.WithName("1-eps"))
+	r := G.Must(G.Exp(G.Must(G.Sub(logp, oldLogp))))                   // (P) ratio pi/pi_old
+	upper := G.Must(G.Sub(r, G.Must(G.Rectify(G.Must(G.Sub(r, hi)))))) // (P) min(r, 1+eps)
+	lower := G.Must(G.Add(r, G.Must(G.Rectify(G.Must(G.Sub(lo, r)))))) // (P) max(r, 1-eps)
+	pos := G.Must(G.Mul(advPos, upper))                                // (P) . (P) -> ()
+	neg := G.Must(G.Mul(advNeg, lower))                                // (P) . (P) -> ()
+	return G.Add(pos, neg)
+}
+
+// klPenalty is sum_i w_i pi_i (log pi_i - log ref_i): with w_i the share of
+// the batch's tokens at item i's state, the visit-weighted KL(pi || ref).
+func klPenalty(logp, refLogp, w *G.Node) (*G.Node, error) {
+	d, err := G.Sub(logp, refLogp) // (P)
+	if err != nil {
+		return nil, err
+	}
+	pi, err := G.Exp(logp) // (P)
+	if err != nil {
+		return nil, err
+	}
+	x, err := G.HadamardProd(pi, d) // (P)
+	if err != nil {
+		return nil, err
+	}
+	return G.Mul(w, x) // (P) . (P) -> ()
+}
+
+// negEntropy is sum_i w_i pi_i log pi_i, minus the visit-weighted entropy.
+func negEntropy(logp, w *G.Node) (*G.Node, error) {
+	pi, err := G.Exp(logp) // (P)
+	if err != nil {
+		return nil, err
+	}
+	x, err := G.HadamardProd(pi, logp) // (P)
+	if err != nil {
+		return nil, err
+	}
+	return G.Mul(w, x) // (P) . (P) -> ()
+}
+
+// tokenAdvantages returns, token by token, the return to go
+// G_t = 1{hit} - beta (T - t) minus a baseline: the batch's mean return
+// (baseline "batch") or the mean return of the batch's tokens at the same
+// state (baseline "state": then an item's summed advantage is
+// n(s,a) (mean G(s,a) - mean G(s)), a Monte Carlo advantage estimate),
+// divided by the standard deviation over the batch when normalize is set.
+// states[i] is the state of token i, among nStates.
+func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, beta float64, baseline string, normalize bool) []float64 {
+	n := 0
+	for _, l := range lens {
+		n += l
+	}
+	adv := make([]float64, 0, n)
+	for i, l := range lens {
+		h := 0.0
+		if hit[i] {
+			h = 1
+		}
+		for t := range l {
+			adv = append(adv, h-beta*float64(l-t))
+		}
+	}
+	if n == 0 {
+		return adv
+	}
+	if baseline == "state" {
+		sum, count := make([]float64, nStates), make([]float64, nStates)
+		for i, s := range states {
+			sum[s] += adv[i]
+			count[s]++
+		}
+		for i, s := range states {
+			adv[i] -= sum[s] / count[s]
+		}
+	} else {
+		mean := 0.0
+		for _, a := range adv {
+			mean += a
+		}
+		mean /= float64(n)
+		for i := range adv {
+			adv[i] -= mean
+		}
+	}
+	var sq float64
+	for _, a := range adv {
+		sq += a * a
+	}
+	if std := math.Sqrt(sq / float64(n)); normalize && std > 0 {
+		for i := range adv {
+			adv[i] /= std
+		}
+	}
+	return adv
+}

@@ -1,0 +1,266 @@
+package trainers
+
+import (
+	"fmt"
+	"math"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/rlvr-backtrack/backtrack/eval"
+)
+
+// vec is a constant (P) input of the loss and its value, set with G.Let.
+type vec struct {
+	node *G.Node
+	val  *tensor.Dense
+}
+
+func newVec(g *G.ExprGraph, p int, name string) vec {
+	return vec{G.NewVector(g, G.Float64, G.WithShape(p), G.WithName(name)),
+		tensor.New(tensor.WithShape(p), tensor.Of(tensor.Float64))}
+}
+
+func (v vec) data() []float64 { return v.val.Data().([]float64) }
+
+// sampled is the state of a reinforce or ppo trainer: the loss inputs, the
+// parameter of each transition and counters over the run.
+type sampled struct {
+	paramOf                []int32 // per CSR entry: parameter index, -1 in frozen rows
+	advPos, advNeg, oldLog vec     // ppo (reinforce uses the trainer's input as weights)
+	share, refLog          vec     // ppo KL and entropy terms: state shares, reference log-probs
+	tokens, rollouts       int     // sampled so far
+	batch                  BatchStats
+}
+
+// BatchStats describe the latest batch of a sampled trainer.
+type BatchStats struct {
+	Horizon     int     `json:"horizon"`
+	SuccessRate float64 `json:"success_rate"`
+	MeanLength  float64 `json:"mean_length"`
+	ApproxKL    float64 `json:"approx_kl"` // mean over tokens of (r - 1) - log r after the updates
+	ClipFrac    float64 `json:"clip_frac"` // share of tokens whose ratio left [1-clip, 1+clip]
+}
+
+// buildSampled adds the reinforce or ppo loss to the model's graph.
+func (t *Trainer) buildSampled() (*G.Node, error) {
+	p := t.model.NumParams()
+	s := &sampled{paramOf: make([]int32, len(t.g.Next))}
+	for i := range s.paramOf {
+		s.paramOf[i] = -1
+	}
+	for k, e := range t.model.TrainableEntries() {
+		s.paramOf[e] = int32(k)
+	}
+	t.smp = s
+	logp := t.model.LogProbs()
+	if t.cfg.Trainer == "reinforce" {
+		return reinforceLoss(logp, t.in.node)
+	}
+	g := t.model.Graph()
+	s.advPos, s.advNeg, s.oldLog = newVec(g, p, "adv+"), newVec(g, p, "adv-"), newVec(g, p, "logp_old")
+	obj, err := ppoObjective(logp, s.oldLog.node, s.advPos.node, s.advNeg.node, t.cfg.Clip)
+	if err != nil {
+		return nil, err
+	}
+	cost, err := G.Neg(obj)
+	if err != nil {
+		return nil, err
+	}
+	if t.cfg.KLCoef > 0 || t.cfg.EntropyCoef > 0 {
+		s.share, s.refLog = newVec(g, p, "state_share"), newVec(g, p, "logp_ref")
+		for k, e := range t.model.TrainableEntries() {
+			s.refLog.data()[k] = math.Log(t.model.Probs()[e])
+		}
+	}
+	for _, term := range []struct {
+		coef  float64
+		build func() (*G.Node, error)
+	}{
+		{t.cfg.KLCoef, func() (*G.Node, error) { return klPenalty(logp, s.refLog.node, s.share.node) }},
+		{t.cfg.EntropyCoef, func() (*G.Node, error) { return negEntropy(logp, s.share.node) }},
+	} {
+		if term.coef == 0 {
+			continue
+		}
+		x, err := term.build()
+		if err != nil {
+			return nil, err
+		}
+		if x, err = G.Mul(G.NewConstant(term.coef), x); err != nil {
+			return nil, err
+		}
+		if cost, err = G.Add(cost, x); err != nil {
+			return nil, err
+		}
+	}
+	return cost, nil
+}
+
+// sampledStep is one iteration of sampled RLVR: a batch of rollouts of the
+// current policy with horizon HorizonFactor x its exact hitting time, then
+// the REINFORCE update or PPO's epochs over minibatches.
+func (t *Trainer) sampledStep() error {
+	if t.res == nil || t.resStep != t.done {
+		if _, err := t.measure(); err != nil {
+			return err
+		}
+	}
+	s, cfg := t.smp, t.cfg
+	probs := t.probs
+	horizon := int(math.Ceil(cfg.HorizonFactor * t.res.HittingTime))
+	sp, err := eval.NewSampler(t.g, probs)
+	if err != nil {
+		return fmt.Errorf("trainers: step %d: %w", t.done, err)
+	}
+	// Rollout i of step k draws from its own stream: the batch depends on
+	// (seed, k) only, so a resumed run samples exactly the same batches.
+	b := sp.Rollouts(cfg.Rollouts, horizon, cfg.Seed^(uint64(t.done+1)*0x9e3779b97f4a7c15))
+	lens := make([]int, cfg.Rollouts)
+	hits := 0
+	for i := range lens {
+		lens[i] = b.Len(i)
+		if b.Hit[i] {
+			hits++
+		}
+	}
+	states := make([]int32, len(b.Entries))
+	for i := range b.Targets {
+		s := int32(0)
+		for tok := b.Starts[i]; tok < b.Starts[i+1]; tok++ {
+			states[tok] = s
+			s = int32(t.g.Next[b.Entries[tok]])
+		}
+	}
+	adv := tokenAdvantages(lens, b.Hit, states, t.g.NumStates(), cfg.Beta, cfg.Baseline, cfg.NormalizeAdvantages)
+	s.tokens += b.Tokens()
+	s.rollouts += cfg.Rollouts
+	s.batch = BatchStats{Horizon: horizon, SuccessRate: float64(hits) / float64(cfg.Rollouts),
+		MeanLength: float64(b.Tokens()) / float64(cfg.Rollouts)}
+	if cfg.Trainer == "reinforce" {
+		w := t.in.data()
+		clear(w)
+		n := float64(b.Tokens())
+		for i, e := range b.Entries {
+			if k := s.paramOf[e]; k >= 0 {
+				w[k] -= adv[i] / n
+			}
+		}
+		if err := t.runStep(t.in); err != nil {
+			return err
+		}
+		t.done++
+		return nil
+	}
+	old := s.oldLog.data()
+	for k, e := range t.model.TrainableEntries() {
+		old[k] = math.Log(probs[e])
+	}
+	mini := t.minibatches(b, adv, states)
+	for range cfg.Epochs {
+		for _, m := range mini {
+			copy(s.advPos.data(), m.pos)
+			copy(s.advNeg.data(), m.neg)
+			if s.share.node != nil {
+				copy(s.share.data(), m.share)
+			}
+			if err := t.runStep(s.advPos, s.advNeg, s.oldLog, s.share, s.refLog); err != nil {
+				return err
+			}
+		}
+	}
+	t.batchRatios(b, old)
+	t.done++
+	return nil
+}
+
+// minibatch holds one minibatch's aggregated loss constants.
+type minibatch struct{ pos, neg, share []float64 }
+
+// minibatches splits the batch (rollout i to minibatch i mod M) and sums
+// each minibatch's advantages per parameter, divided by its token count.
+func (t *Trainer) minibatches(b *eval.Batch, adv []float64, states []int32) []minibatch {
+	s, p := t.smp, t.model.NumParams()
+	m := t.cfg.Minibatches
+	out := make([]minibatch, m)
+	counts := make([][]float64, m) // tokens per state, for the KL/entropy shares
+	n := make([]float64, m)
+	for j := range out {
+		out[j] = minibatch{pos: make([]float64, p), neg: make([]float64, p)}
+		counts[j] = make([]float64, t.g.NumStates())
+	}
+	for i := range b.Targets {
+		j := i % m
+		n[j] += float64(b.Len(i))
+	}
+	for i := range b.Targets {
+		j := i % m
+		for tok := b.Starts[i]; tok < b.Starts[i+1]; tok++ {
+			e := b.Entries[tok]
+			k := s.paramOf[e]
+			if k < 0 {
+				continue
+			}
+			if a := adv[tok] / n[j]; a > 0 {
+				out[j].pos[k] += a
+			} else {
+				out[j].neg[k] += a
+			}
+			counts[j][states[tok]]++
+		}
+	}
+	if s.share.node != nil {
+		for j := range out {
+			out[j].share = make([]float64, p)
+			for k, e := range t.model.TrainableEntries() {
+				out[j].share[k] = counts[j][rowOf(t.g, e)] / n[j]
+			}
+		}
+	}
+	return out
+}
+
+// batchRatios logs PPO's approximate KL and clip fraction over the batch's
+// tokens after the updates.
+func (t *Trainer) batchRatios(b *eval.Batch, old []float64) {
+	s := t.smp
+	now := t.model.Probs()
+	var kl, clipped, n float64
+	for _, e := range b.Entries {
+		k := s.paramOf[e]
+		if k < 0 {
+			continue
+		}
+		r := now[e] / math.Exp(old[k])
+		kl += (r - 1) - math.Log(r)
+		if math.Abs(r-1) > t.cfg.Clip {
+			clipped++
+		}
+		n++
+	}
+	if n > 0 {
+		s.batch.ApproxKL, s.batch.ClipFrac = kl/n, clipped/n
+	}
+}
+
+// runStep lets the given inputs (those with a node) and takes one
+// optimiser step.
+func (t *Trainer) runStep(vs ...vec) error {
+	for _, v := range vs {
+		if v.node == nil {
+			continue
+		}
+		if err := G.Let(v.node, v.val); err != nil {
+			return fmt.Errorf("trainers: step %d: %w", t.done, err)
+		}
+	}
+	if _, err := t.step.Run(); err != nil { // refuses NaN losses and gradients
+		return fmt.Errorf("trainers: step %d: %w", t.done, err)
+	}
+	for i, v := range t.model.Logits() {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("trainers: step %d: parameter theta[%d] is %v after the update", t.done, i, v)
+		}
+	}
+	return nil
+}
