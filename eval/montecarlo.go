@@ -70,7 +70,8 @@ func (sp *Sampler) Rollout(t int, horizon int, rng *rand.Rand) (steps int, hit b
 
 // MCResult summarises Monte Carlo rollouts.
 type MCResult struct {
-	N           int     `json:"n"`
+	N           int     `json:"mc_n"`
+	Hits        int     `json:"mc_hits"`              // rollouts that hit within the horizon
 	HittingTime float64 `json:"mc_hitting_time"`      // mean length of the rollouts that hit (all of them without a horizon)
 	CI95        float64 `json:"mc_hitting_time_ci95"` // 1.96 standard errors of that mean
 	SuccessRate float64 `json:"mc_success_rate"`      // fraction hitting within the horizon
@@ -134,7 +135,7 @@ func monteCarlo(n int, seed uint64, w int, f rolloutFunc) MCResult {
 			sumSq += float64(l) * float64(l)
 		}
 	}
-	r := MCResult{N: n, SuccessRate: float64(nh) / float64(n), MeanLength: all / float64(n)}
+	r := MCResult{N: n, Hits: nh, SuccessRate: float64(nh) / float64(n), MeanLength: all / float64(n)}
 	if nh > 1 {
 		mean := sum / float64(nh)
 		variance := (sumSq - float64(nh)*mean*mean) / float64(nh-1)

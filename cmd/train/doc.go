@@ -1,18 +1,104 @@
 // Command train reproduces and extends "Provable Benefits of RLVR over SFT
-// for Reasoning Models: Learning to Backtrack Efficiently": chain-of-thought
-// as pathfinding on a multigraph of W branches of K diamonds of L
-// multiedges, a linear-softmax bigram over directed edge states, trained by
-// SFT, exact RLVR and distillation with gorgonia's autodiff, and an exact
-// Markov-chain evaluator.
+// for Reasoning Models: Learning to Backtrack Efficiently". This comment is
+// its manual, printed by "train help" (TestManualMatchesDoc keeps the two
+// identical).
 //
-// Usage:
+// train: exact autodiff trainer for "Provable Benefits of RLVR over SFT for
+// Reasoning Models: Learning to Backtrack Efficiently".
 //
-//	train                      the paper's headline experiment (Figures 3-4)
-//	train run [flags]          one training run into a run folder
-//	train eval [flags]         exact analysis of a policy or a checkpoint
-//	train help                 the manual below
+// usage:
 //
-// The manual printed by "train help" lists every flag with examples.
+//	train                  run the paper's headline experiment: W=15, K=15, L=5,
+//	                       exact RLVR with sign gradient descent (lr 0.01) from the
+//	                       pretrained bigram, until within 0.1% of the converged
+//	                       hitting time; writes runs/fig3-4
+//	train run [flags]      one training run (flags or -config FILE.json)
+//	train eval [flags]     exact Markov-chain analysis of a policy or a checkpoint
+//	train help             this text
+//
+// graph flags (run and eval):
+//
+//	-W, -K, -L int         homogeneous graph (default 15, 15, 5)
+//	-branches SPEC         heterogeneous graph, e.g. "2,2,3;5,1;4,4,4,4": ';' between
+//	                       branches, ',' between the diamonds' multiedge counts
+//
+// train run flags:
+//
+//	-config FILE           JSON with the fields of config.json; flags override it
+//	-trainer NAME          pretrain | sft | rlvr-exact | distill | reinforce | ppo
+//	                       (default rlvr-exact)
+//	-model NAME            bigram
+//	-optimizer NAME        sign (the paper's) | sgd | adam (default sign)
+//	-lr X                  learning rate (default 0.01)
+//	-steps N               step cap (default 20000)
+//	-until X               stop within this relative distance of the limit hitting
+//	                       time (the exact optimum of RLVR, the teacher's for
+//	                       distill, the SFT limit for sft; pretrain: once no state
+//	                       puts more than X on invalid transitions) (default 0.001;
+//	                       0 runs all steps)
+//	-seed N                seed of every random choice (default 1)
+//	-patience N            rlvr-exact: stop when the hitting time has not improved for N steps
+//	                       (default 1000; 0: never): sign descent at a fixed lr can
+//	                       lock into a cycle (W=15, K=30, L=5 at lr 0.01 does;
+//	                       lr 0.001 converges)
+//	-log-every N           metrics row every N steps (default 10)
+//	-supervised-backward P sft: also supervise a fraction P of backward states
+//	-distill-traces N      distill: N sampled teacher traces (0: exact teacher)
+//	-teacher SPEC          distill: rlvr-limit or a run folder with a checkpoint
+//	-checkpoint-every N    checkpoint every N steps (default 100; 0: at the end)
+//	-out DIR               run folder (default runs/<trainer>-<graph>-seed<seed>); a
+//	                       folder holding another run is refused
+//	-force                 replace a run folder that holds another run
+//	-resume DIR            continue the run in DIR from its checkpoint (with the
+//	                       configuration embedded in the checkpoint)
+//	-max-bytes N           memory budget (default 3/4 of the machine): larger graphs
+//	                       are refused before anything is allocated
+//
+// sampled RLVR flags (reinforce, ppo; each step samples a batch of rollouts of the
+// current policy and updates from it):
+//
+//	-rollouts N            rollouts per step (default 64)
+//	-beta X                length penalty in the reward 1{hit} - beta |y| (3e-4)
+//	-horizon-factor X      horizon = X times the current hitting time (2)
+//	-baseline NAME         state (mean return from the state) or batch (state)
+//	-normalize-advantages  divide advantages by their standard deviation (true)
+//	-epochs N, -minibatches M, -clip E
+//	                       ppo: passes, minibatches per pass, ratio clip (4, 4, 0.2)
+//	-kl-coef X, -entropy-coef X
+//	                       ppo: KL penalty to the starting policy, entropy bonus
+//
+//	A run folder holds config.json, vocab.txt (the token names), metrics.csv (step, hitting_time, objective,
+//	mean a, b, c, d, and for pretrain invalid_mass, bound_ratio), abcd.csv (step, depth, a, b, c, d), checkpoint.bin, and when
+//	the run completes hitting_time.png and abcd.png (pretrain: invalid_mass.png)
+//	and summary.json (written last).
+//	SIGINT or SIGTERM writes a checkpoint and exits 130 or 143 with the command
+//	that resumes; the resumed run reaches the same metrics bit for bit.
+//
+// train eval flags:
+//
+//	-policy NAME           pretrained | sft-limit | rlvr-limit (default pretrained)
+//	-checkpoint DIR        evaluate the bigram checkpointed in a run folder
+//	-json                  one JSON object: hitting_time, per_target, abcd, theory,
+//	                       states (and mc_* keys with -mc)
+//	-mc N                  also run N seeded Monte Carlo rollouts (refused without
+//	                       -horizon when they would take hours)
+//	-horizon H             Monte Carlo horizon in transitions (0: none)
+//	-seed S                Monte Carlo seed (default 1)
+//	-search-agent          with -mc: also run the Corollary's search agent, which
+//	                       refuses any edge state already used in the rollout (each
+//	                       refusal costs a step); keys search_agent_mc_*
+//
+// exit codes: 0 success, 1 failure, 2 bad input (one line naming the field),
+// 130/143 interrupted (checkpoint written).
+//
+// examples:
+//
+//	train run -trainer sft -W 6 -K 6 -L 3 -steps 3000
+//	train run -trainer distill -teacher runs/fig3-4 -until 0.01
+//	train run -branches "2,2,3;5,1;4,4,4,4" -out runs/hetero
+//	train run -resume runs/fig3-4
+//	train eval -policy sft-limit
+//	train eval -checkpoint runs/fig3-4 -mc 10000 -json
 package main
 
 const manual = `train: exact autodiff trainer for "Provable Benefits of RLVR over SFT for
@@ -34,13 +120,17 @@ graph flags (run and eval):
 
 train run flags:
   -config FILE           JSON with the fields of config.json; flags override it
-  -trainer NAME          pretrain | sft | rlvr-exact | distill (default rlvr-exact)
+  -trainer NAME          pretrain | sft | rlvr-exact | distill | reinforce | ppo
+                         (default rlvr-exact)
   -model NAME            bigram
   -optimizer NAME        sign (the paper's) | sgd | adam (default sign)
   -lr X                  learning rate (default 0.01)
   -steps N               step cap (default 20000)
   -until X               stop within this relative distance of the limit hitting
-                         time (default 0.001; 0 runs all steps)
+                         time (the exact optimum of RLVR, the teacher's for
+                         distill, the SFT limit for sft; pretrain: once no state
+                         puts more than X on invalid transitions) (default 0.001;
+                         0 runs all steps)
   -seed N                seed of every random choice (default 1)
   -patience N            rlvr-exact: stop when the hitting time has not improved for N steps
                          (default 1000; 0: never): sign descent at a fixed lr can
@@ -51,10 +141,27 @@ train run flags:
   -distill-traces N      distill: N sampled teacher traces (0: exact teacher)
   -teacher SPEC          distill: rlvr-limit or a run folder with a checkpoint
   -checkpoint-every N    checkpoint every N steps (default 100; 0: at the end)
-  -out DIR               run folder (default runs/<trainer>-<graph>-seed<seed>)
-  -resume DIR            continue the run in DIR from its checkpoint
+  -out DIR               run folder (default runs/<trainer>-<graph>-seed<seed>); a
+                         folder holding another run is refused
+  -force                 replace a run folder that holds another run
+  -resume DIR            continue the run in DIR from its checkpoint (with the
+                         configuration embedded in the checkpoint)
+  -max-bytes N           memory budget (default 3/4 of the machine): larger graphs
+                         are refused before anything is allocated
 
-  A run folder holds config.json, metrics.csv (step, hitting_time, objective,
+sampled RLVR flags (reinforce, ppo; each step samples a batch of rollouts of the
+current policy and updates from it):
+  -rollouts N            rollouts per step (default 64)
+  -beta X                length penalty in the reward 1{hit} - beta |y| (3e-4)
+  -horizon-factor X      horizon = X times the current hitting time (2)
+  -baseline NAME         state (mean return from the state) or batch (state)
+  -normalize-advantages  divide advantages by their standard deviation (true)
+  -epochs N, -minibatches M, -clip E
+                         ppo: passes, minibatches per pass, ratio clip (4, 4, 0.2)
+  -kl-coef X, -entropy-coef X
+                         ppo: KL penalty to the starting policy, entropy bonus
+
+  A run folder holds config.json, vocab.txt (the token names), metrics.csv (step, hitting_time, objective,
   mean a, b, c, d, and for pretrain invalid_mass, bound_ratio), abcd.csv (step, depth, a, b, c, d), checkpoint.bin, and when
   the run completes hitting_time.png and abcd.png (pretrain: invalid_mass.png)
   and summary.json (written last).
@@ -66,7 +173,8 @@ train eval flags:
   -checkpoint DIR        evaluate the bigram checkpointed in a run folder
   -json                  one JSON object: hitting_time, per_target, abcd, theory,
                          states (and mc_* keys with -mc)
-  -mc N                  also run N seeded Monte Carlo rollouts
+  -mc N                  also run N seeded Monte Carlo rollouts (refused without
+                         -horizon when they would take hours)
   -horizon H             Monte Carlo horizon in transitions (0: none)
   -seed S                Monte Carlo seed (default 1)
   -search-agent          with -mc: also run the Corollary's search agent, which

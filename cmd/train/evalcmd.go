@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -22,6 +23,7 @@ type evalReport struct {
 	HittingTime float64          `json:"hitting_time"`
 	PerTarget   []float64        `json:"per_target"`
 	ABCD        []eval.ABCDRow   `json:"abcd"`
+	Entry       []float64        `json:"entry"` // pi(f -> u_{i,1,l} | s0 -> f), branch by branch
 	Theory      eval.Predictions `json:"theory"`
 	MC          *eval.MCResult   `json:"-"`
 	Search      *eval.MCResult   `json:"-"`
@@ -81,6 +83,13 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *mc > 0 && *horizon == 0 {
+		// Without a horizon every rollout runs until it hits: refuse work
+		// that would take hours (the SFT limit's 4e14 at the paper's size).
+		if work := float64(*mc) * rep.HittingTime; work > 3e9 {
+			return usagef("eval: -mc %d without -horizon: about %.3g transitions expected (%d rollouts x exact hitting time %.4g); give -horizon", *mc, work, *mc, rep.HittingTime)
+		}
+	}
 	if *mc > 0 {
 		sp, err := eval.NewSampler(g, probs)
 		if err != nil {
@@ -116,6 +125,7 @@ func analysePolicy(g *tasks.Graph, probs []float64, name string) (*evalReport, e
 		States: g.NumStates(), Transitions: len(g.Next),
 		HittingTime: res.HittingTime, PerTarget: res.PerTarget,
 		ABCD: eval.ABCDTable(g, probs), Theory: eval.Predict(g),
+		Entry: append([]float64(nil), probs[g.Offsets[0]:g.Offsets[1]]...),
 	}, nil
 }
 
@@ -136,6 +146,9 @@ func writeJSON(w io.Writer, rep *evalReport) error {
 		mb, _ := json.Marshal(r)
 		var m map[string]any
 		json.Unmarshal(mb, &m)
+		if r.Hits < 2 { // no mean length of hits to speak of
+			m["mc_hitting_time"], m["mc_hitting_time_ci95"] = nil, nil
+		}
 		for k, v := range m {
 			obj[prefix+k] = v
 		}
@@ -145,14 +158,45 @@ func writeJSON(w io.Writer, rep *evalReport) error {
 	return enc.Encode(obj)
 }
 
+// mcLine prints a Monte Carlo summary: the mean is over the rollouts that
+// hit, which is the hitting time only when (nearly) all of them do.
+func mcLine(w io.Writer, what string, r *eval.MCResult) {
+	if r.Hits < 2 {
+		fmt.Fprintf(w, "%s (%d rollouts): %d hit within the horizon, mean length %.6g\n", what, r.N, r.Hits, r.MeanLength)
+		return
+	}
+	fmt.Fprintf(w, "%s (%d rollouts, %d hit): mean length of the hits %.6g ± %.3g (95%%), success rate %.4f\n",
+		what, r.N, r.Hits, r.HittingTime, r.CI95, r.SuccessRate)
+}
+
+func uniform(p []float64) bool {
+	for _, x := range p {
+		if math.Abs(x-p[0]) > 1e-12 {
+			return false
+		}
+	}
+	return true
+}
+
+func fmtProbs(p []float64) string {
+	parts := make([]string, len(p))
+	for i, x := range p {
+		parts[i] = fmt.Sprintf("%.4g", x)
+	}
+	return strings.Join(parts, " ")
+}
+
 func writeText(w io.Writer, rep *evalReport) error {
 	fmt.Fprintf(w, "graph %s: %d edge states, %d valid transitions\n", rep.Graph, rep.States, rep.Transitions)
 	fmt.Fprintf(w, "policy %s: exact hitting time %s\n", rep.Policy, num(rep.HittingTime))
 	if rep.MC != nil {
-		fmt.Fprintf(w, "Monte Carlo (%d rollouts): %.6g ± %.3g (95%%), success rate %.4f\n", rep.MC.N, rep.MC.HittingTime, rep.MC.CI95, rep.MC.SuccessRate)
+		mcLine(w, "Monte Carlo", rep.MC)
 	}
 	if rep.Search != nil {
-		fmt.Fprintf(w, "search agent (%d rollouts): %.6g ± %.3g (95%%), success rate %.4f\n", rep.Search.N, rep.Search.HittingTime, rep.Search.CI95, rep.Search.SuccessRate)
+		mcLine(w, "search agent", rep.Search)
+	}
+	if !uniform(rep.Entry) {
+		fmt.Fprintf(w, "entry probabilities from s0 -> f, branch by branch: %s\n", fmtProbs(rep.Entry))
 	}
 	th := rep.Theory
 	fmt.Fprintln(w, "theory:")
@@ -160,7 +204,10 @@ func writeText(w io.Writer, rep *evalReport) error {
 		fmt.Fprintf(w, "  H_0 (pretrained, Appendix B)              %s\n", num(th.H0))
 	}
 	fmt.Fprintf(w, "  sft-limit (Appendix D recursion)          %s\n", num(th.SFTLimit))
-	fmt.Fprintf(w, "  rlvr-limit (exact)                        %s\n", num(th.RLVRLimit))
+	fmt.Fprintf(w, "  rlvr-limit (exact, uniform entry)         %s\n", num(th.RLVRLimit))
+	if th.FirstBranch > 0 {
+		fmt.Fprintf(w, "  rlvr optimum (entering branch %d first)    %s\n", th.FirstBranch, num(th.RLVROptimum))
+	}
 	fmt.Fprintf(w, "  rlvr-limit leading term 4 sum_i k_i       %s\n", num(th.RLVRLeading))
 	rows, note := rep.ABCD, ""
 	if identicalBranches(rows) {
