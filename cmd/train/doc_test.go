@@ -8,8 +8,8 @@ import (
 
 // TestManualMatchesDoc: the package comment of doc.go (what go doc shows)
 // and the text train help prints are the same manual, line for line (gofmt
-// indents a comment's preformatted blocks with a tab and sets them off
-// with blank lines; those are ignored).
+// re-indents a comment's preformatted blocks and sets them off with blank
+// lines, so indentation and blank lines are ignored).
 func TestManualMatchesDoc(t *testing.T) {
 	src, err := os.ReadFile("doc.go")
 	if err != nil {
@@ -29,7 +29,7 @@ func TestManualMatchesDoc(t *testing.T) {
 	norm := func(s string) string {
 		var out []string
 		for _, l := range strings.Split(s, "\n") {
-			if l = strings.TrimPrefix(l, "\t"); strings.TrimSpace(l) != "" {
+			if l = strings.TrimSpace(l); l != "" {
 				out = append(out, l)
 			}
 		}
