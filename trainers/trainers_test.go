@@ -3,6 +3,7 @@ package trainers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -138,27 +139,40 @@ func run(t *testing.T, cfg Config, g *tasks.Graph, init, teacher []float64) (*Tr
 }
 
 // TestRLVRConverges: exact RLVR with sign descent from the pretrained
-// bigram reaches the converged backtracking policy (Theorem 3).
+// bigram reaches the converged backtracking policy (Theorem 3). On a
+// homogeneous graph the source row stays exactly uniform; on a
+// heterogeneous one it learns to enter the shallowest branch first and the
+// run reaches the exact optimum below the uniform-entry limit.
 func TestRLVRConverges(t *testing.T) {
-	for _, c := range []tasks.Config{{W: 3, K: 3, L: 2}, {W: 4, K: 2, L: 3}} {
+	for _, c := range []tasks.Config{{W: 3, K: 3, L: 2}, {W: 4, K: 2, L: 3}, {Branches: [][]int{{2, 2, 3}, {5, 1}, {4, 4, 4, 4}}}} {
 		g := graph(t, c)
 		tr, last := run(t, DefaultConfig(), g, nil, nil)
-		if limit := tr.Limit(); math.Abs(last.HittingTime-limit) > 1e-3*limit {
-			t.Errorf("%v: final hitting time %v, limit %v", c, last.HittingTime, limit)
+		pred := eval.Predict(g)
+		if limit := tr.Limit(); limit != pred.RLVROptimum || math.Abs(last.HittingTime-limit) > 1e-3*limit {
+			t.Errorf("%v: final hitting time %v, limit %v, optimum %v", c, last.HittingTime, limit, pred.RLVROptimum)
 		}
 		for _, d := range last.Depths {
 			if min(d.A, d.B, d.C, d.D) < 0.99 {
 				t.Errorf("%v: depth %d: a,b,c,d = %v %v %v %v", c, d.Depth, d.A, d.B, d.C, d.D)
 			}
 		}
-		// The source row stays exactly uniform by symmetry.
-		p := tr.model.Probs()
-		for i := g.Offsets[0]; i < g.Offsets[1]; i++ {
-			if p[i] != p[g.Offsets[0]] {
-				t.Errorf("%v: source row not uniform: %v", c, p[g.Offsets[0]:g.Offsets[1]])
-				break
+		src := tr.model.Probs()[g.Offsets[0]:g.Offsets[1]]
+		if pred.FirstBranch == 0 {
+			for _, p := range src {
+				if p != src[0] {
+					t.Errorf("%v: source row not uniform: %v", c, src)
+					break
+				}
 			}
+		} else if src[pred.FirstBranch-1] < 0.99 {
+			t.Errorf("%v: source row %v, want nearly all mass on branch %d", c, src, pred.FirstBranch)
 		}
+	}
+	// The heterogeneous optimum beats both the uniform-entry limit and the
+	// paper's 4 sum k.
+	g := graph(t, tasks.Config{Branches: [][]int{{2, 2, 3}, {5, 1}, {4, 4, 4, 4}}})
+	if p := eval.Predict(g); !(p.RLVROptimum == 31 && p.RLVRLimit == 35 && p.RLVRLeading == 36 && p.FirstBranch == 2) {
+		t.Errorf("predictions %+v, want optimum 31 entering branch 2, uniform limit 35, 4 sum k 36", p)
 	}
 }
 
@@ -273,53 +287,64 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// BenchmarkRLVRStep times one exact RLVR step at the paper's size: exact
-// analysis, advantages, the autodiff step and the sign update.
+// BenchmarkRLVRStep times one exact RLVR step at the paper's size (exact
+// analysis, advantages, the autodiff step, the sign update), from the
+// pretrained policy (every branch alike: solved once) and from random
+// logits (every branch solved).
 func BenchmarkRLVRStep(b *testing.B) {
 	g := graph(b, tasks.DefaultConfig())
-	tr, err := New(DefaultConfig(), g, nil, nil)
-	if err != nil {
-		b.Fatal(err)
+	for _, init := range []struct {
+		name   string
+		logits []float64
+	}{{"symmetric", nil}, {"asymmetric", randomLogits(g, 1)}} {
+		b.Run(init.name, func(b *testing.B) {
+			tr, err := New(DefaultConfig(), g, init.logits, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tr.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tr.measure(); err != nil {
+					b.Fatal(err)
+				}
+				if err := tr.Step(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(tr.model.NumParams()), "params")
+		})
 	}
-	defer tr.Close()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := tr.measure(); err != nil {
-			b.Fatal(err)
-		}
-		if err := tr.Step(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(tr.model.NumParams()), "params")
 }
 
 // TestResumeIsBitIdentical: stopping after some steps, snapshotting into a
 // fresh trainer and continuing gives the same metrics bit for bit as an
-// uninterrupted run, for every optimiser.
+// uninterrupted run, for every optimiser and trainer.
 func TestResumeIsBitIdentical(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
-	for _, opt := range []string{"sign", "sgd", "adam"} {
+	for _, tc := range []struct{ trainer, opt string }{
+		{"rlvr-exact", "sign"}, {"rlvr-exact", "sgd"}, {"rlvr-exact", "adam"}, {"pretrain", "adam"},
+		{"sft", "adam"}, {"ppo", "adam"}, {"reinforce", "sgd"},
+	} {
 		cfg := DefaultConfig()
-		cfg.Optim.Name, cfg.Steps, cfg.Until, cfg.LogEvery = opt, 60, 0, 1
-		if opt == "sgd" {
+		cfg.Trainer, cfg.Optim.Name, cfg.Steps, cfg.Until, cfg.LogEvery = tc.trainer, tc.opt, 40, 0, 1
+		cfg.Rollouts, cfg.Minibatches = 8, 2
+		if tc.opt == "sgd" {
 			cfg.Optim.LR = 1e-4
 		}
-		var full []Row
-		run := func(tr *Trainer, ctx context.Context, out *[]Row) error {
-			_, err := tr.Run(ctx, Hooks{Row: func(r Row) error { *out = append(*out, r); return nil }})
-			return err
+		collect := func(tr *Trainer, ctx context.Context, out *[]string) {
+			tr.Run(ctx, Hooks{Row: func(r Row) error { *out = append(*out, fmt.Sprintf("%+v", r)); return nil }})
 		}
 		a, _ := New(cfg, g, nil, nil)
-		if err := run(a, context.Background(), &full); err != nil {
-			t.Fatal(err)
-		}
+		var full []string
+		collect(a, context.Background(), &full)
+		a.Close()
 		// Interrupted at step 23.
 		b, _ := New(cfg, g, nil, nil)
-		var part []Row
+		var part []string
 		ctx, cancel := context.WithCancel(context.Background())
 		b.Run(ctx, Hooks{Row: func(r Row) error {
-			part = append(part, r)
+			part = append(part, fmt.Sprintf("%+v", r))
 			if r.Step == 23 {
 				cancel()
 			}
@@ -329,21 +354,21 @@ func TestResumeIsBitIdentical(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		b.Close()
 		c, _ := New(cfg, g, nil, nil)
 		if err := c.Restore(st); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v: %v", tc, err)
 		}
-		var rest []Row
-		if err := run(c, context.Background(), &rest); err != nil {
-			t.Fatal(err)
-		}
+		var rest []string
+		collect(c, context.Background(), &rest)
+		c.Close()
 		resumed := append(part[:len(part)-1], rest...) // step 23 is measured again
-		if len(resumed) != len(full) {
-			t.Fatalf("%s: %d rows resumed, %d uninterrupted", opt, len(resumed), len(full))
+		if len(resumed) != len(full) || len(full) != 41 {
+			t.Fatalf("%v: %d rows resumed, %d uninterrupted", tc, len(resumed), len(full))
 		}
 		for i := range full {
-			if full[i].HittingTime != resumed[i].HittingTime || full[i].A != resumed[i].A {
-				t.Fatalf("%s: row %d differs: %v vs %v", opt, i, full[i].HittingTime, resumed[i].HittingTime)
+			if full[i] != resumed[i] {
+				t.Fatalf("%v: row %d differs:\n%s\n%s", tc, i, full[i], resumed[i])
 			}
 		}
 	}
