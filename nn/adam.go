@@ -65,6 +65,9 @@ func (s *AdamSolver) Step(model []G.ValueGrad) error {
 	return nil
 }
 
+// SetLR changes the learning rate.
+func (s *AdamSolver) SetLR(lr float64) { s.LR = lr }
+
 // Steps returns the number of steps taken.
 func (s *AdamSolver) Steps() int { return s.t }
 

@@ -21,6 +21,8 @@ type Solver interface {
 	State() []float64
 	// SetState restores a vector returned by State.
 	SetState(state []float64) error
+	// SetLR changes the learning rate (for schedules).
+	SetLR(lr float64)
 }
 
 // Compile-time interface checks.
@@ -90,6 +92,12 @@ func NewSolver(cfg OptimConfig) (Solver, error) {
 type SignSolver struct {
 	LR float64
 }
+
+// SetLR changes the step size.
+func (s *SignSolver) SetLR(lr float64) { s.LR = lr }
+
+// SetLR changes the learning rate.
+func (s *SGDSolver) SetLR(lr float64) { s.LR = lr }
 
 // Step applies one sign update to every value.
 func (s *SignSolver) Step(model []G.ValueGrad) error {

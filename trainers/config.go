@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
 	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/nn"
@@ -19,6 +20,9 @@ type Config struct {
 	// (Theorem 5).
 	Trainer string         `json:"trainer"`
 	Optim   nn.OptimConfig `json:"optimizer"`
+	// LRDecay schedules the learning rate over the Steps: "" (constant) or
+	// "linear" (from the optimiser's lr down to lr/Steps at the last step).
+	LRDecay string `json:"lr_decay,omitempty"`
 	// Steps caps the number of optimiser steps (>= 1).
 	Steps int `json:"steps"`
 	// Until stops the run once the exact hitting time is within this
@@ -56,12 +60,18 @@ type Config struct {
 	Clip          float64 `json:"clip"`
 	KLCoef        float64 `json:"kl_coef"`
 	EntropyCoef   float64 `json:"entropy_coef"`
-	// Baseline is subtracted from each token's return to go: "state" (the
-	// batch's mean return from the token's state) or "batch" (the batch's
-	// mean return).
+	// Baseline is subtracted from each token's return to go: "state-target"
+	// (the batch's mean return from the token's state in rollouts with the
+	// same target), "state" (from the token's state) or "batch" (the
+	// batch's mean return); see tokenAdvantages. "gae" uses instead GAE
+	// with a tabular critic V(state, target) (see critic).
 	Baseline string `json:"baseline"`
-	// NormalizeAdvantages divides the batch's advantages by their standard
-	// deviation.
+	// Lambda and CriticRate configure baseline "gae": GAE's lambda and the
+	// rate at which the critic follows each batch's mean returns.
+	Lambda     float64 `json:"lambda"`
+	CriticRate float64 `json:"critic_rate"`
+	// NormalizeAdvantages centres the batch's advantages and divides them by
+	// their standard deviation.
 	NormalizeAdvantages bool `json:"normalize_advantages"`
 	// DistillTraces (distill) is the number of teacher rollouts sampled once
 	// as the training set; 0 trains on the teacher's exact distribution.
@@ -72,7 +82,21 @@ type Config struct {
 // descent, lr 0.01, until within 0.1% of the converged hitting time.
 func DefaultConfig() Config {
 	return Config{Trainer: "rlvr-exact", Optim: nn.DefaultOptimConfig(), Steps: 20000, Until: 1e-3, Seed: 1, LogEvery: 10, Patience: 1000,
-		Rollouts: 64, Beta: 3e-4, HorizonFactor: 2, Epochs: 4, Minibatches: 4, Clip: 0.2, Baseline: "state", NormalizeAdvantages: true}
+		Rollouts: 256, Beta: 3e-4, HorizonFactor: 2, Epochs: 2, Minibatches: 2, Clip: 0.2, Baseline: "state", Lambda: 0.95, CriticRate: 0.5, NormalizeAdvantages: true}
+}
+
+// SampledDefaults sets the optimiser of a reinforce or ppo run to the one
+// tuned at W=K=5, L=3 (Adam, lr 0.05 for ppo, 0.1 for reinforce); other
+// trainers' configs are returned unchanged.
+func SampledDefaults(c Config, trainer string) Config {
+	c.Trainer = trainer
+	switch trainer {
+	case "ppo":
+		c.Optim = nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	case "reinforce":
+		c.Optim = nn.OptimConfig{Name: "adam", LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	}
+	return c
 }
 
 // Validate checks every field; errors name the field and what is allowed.
@@ -82,6 +106,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Optim.Validate(); err != nil {
 		return err
+	}
+	if c.LRDecay != "" && c.LRDecay != "linear" {
+		return fmt.Errorf("trainers: lr_decay %q: want \"\" (constant) or linear", c.LRDecay)
 	}
 	if c.Steps < 1 {
 		return fmt.Errorf("trainers: steps %d: want >= 1", c.Steps)
@@ -119,8 +146,11 @@ func (c Config) Validate() error {
 	if !(c.KLCoef >= 0) || !(c.EntropyCoef >= 0) || math.IsInf(c.KLCoef, 0) || math.IsInf(c.EntropyCoef, 0) {
 		return fmt.Errorf("trainers: kl_coef %v, entropy_coef %v: want finite >= 0", c.KLCoef, c.EntropyCoef)
 	}
-	if c.Baseline != "state" && c.Baseline != "batch" {
-		return fmt.Errorf("trainers: baseline %q: want state or batch", c.Baseline)
+	if !slices.Contains([]string{"gae", "state-target", "state", "batch"}, c.Baseline) {
+		return fmt.Errorf("trainers: baseline %q: want gae, state-target, state or batch", c.Baseline)
+	}
+	if !(c.Lambda >= 0 && c.Lambda <= 1) || !(c.CriticRate > 0 && c.CriticRate <= 1) {
+		return fmt.Errorf("trainers: lambda %v, critic_rate %v: want lambda in [0, 1], critic_rate in (0, 1]", c.Lambda, c.CriticRate)
 	}
 	if c.DistillTraces < 0 {
 		return fmt.Errorf("trainers: distill_traces %d: want >= 0 (0: the teacher's exact distribution)", c.DistillTraces)

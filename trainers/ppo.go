@@ -79,13 +79,18 @@ func negEntropy(logp, w *G.Node) (*G.Node, error) {
 }
 
 // tokenAdvantages returns, token by token, the return to go
-// G_t = 1{hit} - beta (T - t) minus a baseline: the batch's mean return
-// (baseline "batch") or the mean return of the batch's tokens at the same
-// state (baseline "state": then an item's summed advantage is
-// n(s,a) (mean G(s,a) - mean G(s)), a Monte Carlo advantage estimate),
-// divided by the standard deviation over the batch when normalize is set.
-// states[i] is the state of token i, among nStates.
-func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, beta float64, baseline string, normalize bool) []float64 {
+// G_t = 1{hit} - beta (T - t) minus a baseline, divided by the standard
+// deviation over the batch when normalize is set. The baseline is the
+// batch's mean return ("batch"), the mean return of the batch's tokens at
+// the same state ("state": an item's summed advantage is then
+// n(s,a) (mean G(s,a) - mean G(s)), a Monte Carlo advantage), or at the same
+// state in rollouts with the same target ("state-target": the trainer knows
+// each rollout's target though the policy does not, and the expected return
+// from a state depends mostly on whether its branch is the target; like a
+// critic given privileged information, it leaves the gradient unbiased).
+// states[i] is the state of token i, among nStates; targets[r] the target
+// (1..w) of rollout r.
+func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, targets []int, w int, beta float64, baseline string, normalize bool) []float64 {
 	n := 0
 	for _, l := range lens {
 		n += l
@@ -103,14 +108,29 @@ func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, beta f
 	if n == 0 {
 		return adv
 	}
-	if baseline == "state" {
-		sum, count := make([]float64, nStates), make([]float64, nStates)
-		for i, s := range states {
-			sum[s] += adv[i]
-			count[s]++
+	if baseline == "state" || baseline == "state-target" {
+		key := make([]int, n) // the baseline's group of each token
+		k := 0
+		for r, l := range lens {
+			for range l {
+				key[k] = int(states[k])
+				if baseline == "state-target" {
+					key[k] += nStates * (targets[r] - 1)
+				}
+				k++
+			}
 		}
-		for i, s := range states {
-			adv[i] -= sum[s] / count[s]
+		groups := nStates
+		if baseline == "state-target" {
+			groups *= w
+		}
+		sum, count := make([]float64, groups), make([]float64, groups)
+		for i, g := range key {
+			sum[g] += adv[i]
+			count[g]++
+		}
+		for i, g := range key {
+			adv[i] -= sum[g] / count[g]
 		}
 	} else {
 		mean := 0.0
@@ -122,14 +142,34 @@ func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, beta f
 			adv[i] -= mean
 		}
 	}
+	if normalize {
+		scale(adv)
+	}
+	return adv
+}
+
+// normalize centres advantages and divides them by their standard deviation.
+func normalize(adv []float64) {
+	mean := 0.0
+	for _, a := range adv {
+		mean += a
+	}
+	mean /= float64(max(len(adv), 1))
+	for i := range adv {
+		adv[i] -= mean
+	}
+	scale(adv)
+}
+
+// scale divides advantages by their root mean square.
+func scale(adv []float64) {
 	var sq float64
 	for _, a := range adv {
 		sq += a * a
 	}
-	if std := math.Sqrt(sq / float64(n)); normalize && std > 0 {
+	if std := math.Sqrt(sq / float64(max(len(adv), 1))); std > 0 {
 		for i := range adv {
 			adv[i] /= std
 		}
 	}
-	return adv
 }

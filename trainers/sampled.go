@@ -31,6 +31,7 @@ type sampled struct {
 	share, refLog          vec     // ppo KL and entropy terms: state shares, reference log-probs
 	tokens, rollouts       int     // sampled so far
 	batch                  BatchStats
+	critic                 *critic // baseline "gae"
 }
 
 // BatchStats describe the latest batch of a sampled trainer.
@@ -53,6 +54,9 @@ func (t *Trainer) buildSampled() (*G.Node, error) {
 		s.paramOf[e] = int32(k)
 	}
 	t.smp = s
+	if t.cfg.Baseline == "gae" {
+		s.critic = newCritic(t.g.NumStates(), t.g.W(), t.cfg.CriticRate, t.cfg.Lambda)
+	}
 	logp := t.model.LogProbs()
 	if t.cfg.Trainer == "reinforce" {
 		return reinforceLoss(logp, t.in.node)
@@ -125,14 +129,24 @@ func (t *Trainer) sampledStep() error {
 		}
 	}
 	states := make([]int32, len(b.Entries))
+	last := make([]int32, len(b.Targets)) // the state each rollout ends in
 	for i := range b.Targets {
-		s := int32(0)
+		st := int32(0)
 		for tok := b.Starts[i]; tok < b.Starts[i+1]; tok++ {
-			states[tok] = s
-			s = int32(t.g.Next[b.Entries[tok]])
+			states[tok] = st
+			st = int32(t.g.Next[b.Entries[tok]])
 		}
+		last[i] = st
 	}
-	adv := tokenAdvantages(lens, b.Hit, states, t.g.NumStates(), cfg.Beta, cfg.Baseline, cfg.NormalizeAdvantages)
+	var adv []float64
+	if s.critic != nil {
+		adv = s.critic.advantages(lens, b.Hit, states, last, b.Targets, cfg.Beta)
+		if cfg.NormalizeAdvantages {
+			normalize(adv)
+		}
+	} else {
+		adv = tokenAdvantages(lens, b.Hit, states, t.g.NumStates(), b.Targets, t.g.W(), cfg.Beta, cfg.Baseline, cfg.NormalizeAdvantages)
+	}
 	s.tokens += b.Tokens()
 	s.rollouts += cfg.Rollouts
 	s.batch = BatchStats{Horizon: horizon, SuccessRate: float64(hits) / float64(cfg.Rollouts),

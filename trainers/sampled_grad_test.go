@@ -47,8 +47,8 @@ func TestSampledGradientMatchesExact(t *testing.T) {
 			s = int32(g.Next[b.Entries[tok]])
 		}
 	}
-	for _, baseline := range []string{"state", "batch"} {
-		adv := tokenAdvantages(lens, b.Hit, states, g.NumStates(), beta, baseline, false)
+	for _, baseline := range []string{"state-target", "state", "batch"} {
+		adv := tokenAdvantages(lens, b.Hit, states, g.NumStates(), b.Targets, g.W(), beta, baseline, false)
 		est := make([]float64, len(g.Next))
 		for tok, e := range b.Entries {
 			s := int(states[tok])

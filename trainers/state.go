@@ -10,6 +10,8 @@ type State struct {
 	Logits []float64 // one per support entry of the model (frozen rows included)
 	Optim  []float64
 	RNG    []byte
+	// Critic is the sampled trainers' value table (baseline "gae").
+	Critic []float64
 	// Counters holds the sampled trainers' totals ("tokens", "rollouts")
 	// and their latest batch's statistics ("batch_*").
 	Counters map[string]float64
@@ -23,6 +25,9 @@ func (t *Trainer) State() (State, error) {
 	}
 	st := State{Step: t.done, Logits: t.model.Logits(), Optim: t.solver.State(), RNG: rng}
 	if t.smp != nil {
+		if t.smp.critic != nil {
+			st.Critic = append([]float64(nil), t.smp.critic.v...)
+		}
 		b := t.smp.batch
 		st.Counters = map[string]float64{"tokens": float64(t.smp.tokens), "rollouts": float64(t.smp.rollouts),
 			"batch_horizon": float64(b.Horizon), "batch_success_rate": b.SuccessRate, "batch_mean_length": b.MeanLength,
@@ -53,6 +58,12 @@ func (t *Trainer) Restore(s State) error {
 			return fmt.Errorf("trainers: restore: a %s checkpoint must count tokens and rollouts", t.cfg.Trainer)
 		}
 		t.smp.tokens, t.smp.rollouts = int(tok), int(ro)
+		if t.smp.critic != nil {
+			if len(s.Critic) != len(t.smp.critic.v) {
+				return fmt.Errorf("trainers: restore: critic has %d values, want %d", len(s.Critic), len(t.smp.critic.v))
+			}
+			copy(t.smp.critic.v, s.Critic)
+		}
 		c := s.Counters
 		t.smp.batch = BatchStats{Horizon: int(c["batch_horizon"]), SuccessRate: c["batch_success_rate"],
 			MeanLength: c["batch_mean_length"], ApproxKL: c["batch_approx_kl"], ClipFrac: c["batch_clip_frac"]}

@@ -235,6 +235,9 @@ func (t *Trainer) converged(r Row) bool {
 // Step takes one optimiser step (for reinforce and ppo: one iteration of
 // sampling and updates).
 func (t *Trainer) Step() error {
+	if t.cfg.LRDecay == "linear" { // a function of the step alone: resumes exactly
+		t.solver.SetLR(t.cfg.Optim.LR * (1 - float64(t.done)/float64(t.cfg.Steps)))
+	}
 	switch t.cfg.Trainer {
 	case "reinforce", "ppo":
 		return t.sampledStep()

@@ -54,8 +54,12 @@ func (p *progress) update(r trainers.Row) {
 
 func (p *progress) log() {
 	r := p.row
-	fmt.Fprintf(p.w, "step %d/%d hitting_time %.6g objective %.6g a %.4f b %.4f c %.4f d %.4f elapsed %.1fs\n",
-		r.Step, p.total, r.HittingTime, r.Objective, r.A, r.B, r.C, r.D, time.Since(p.start).Seconds())
+	extra := ""
+	if r.Rollouts > 0 {
+		extra = fmt.Sprintf(" tokens %d success %.3f approx_kl %.3g clip %.3f", r.Tokens, r.Batch.SuccessRate, r.Batch.ApproxKL, r.Batch.ClipFrac)
+	}
+	fmt.Fprintf(p.w, "step %d/%d hitting_time %.6g objective %.6g a %.4f b %.4f c %.4f d %.4f%s elapsed %.1fs\n",
+		r.Step, p.total, r.HittingTime, r.Objective, r.A, r.B, r.C, r.D, extra, time.Since(p.start).Seconds())
 	p.last, p.shown = time.Now(), r.Step
 }
 

@@ -53,6 +53,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		}
 		return resumeRun(*resume, stdout, stderr)
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if findFlag(args, "config") == "" && !set["optimizer"] && !set["lr"] {
+		// Sampled RLVR's tuned optimiser unless one was asked for.
+		rc.Train = trainers.SampledDefaults(rc.Train, rc.Train.Trainer)
+	}
 	g, err := gf.config(fs)
 	if err != nil {
 		return err
@@ -128,7 +134,7 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, force bool, stdout, stderr 
 			return err
 		}
 	}
-	out, err := openRunDir(rc.Out, cfgJSON, ck, force)
+	out, err := openRunDir(rc.Out, cfgJSON, ck, force, rc.Train.Trainer == "reinforce" || rc.Train.Trainer == "ppo")
 	if err != nil {
 		return err
 	}

@@ -46,16 +46,17 @@ type runDir struct {
 	metrics, abcd  *os.File
 	mw, aw         *bufio.Writer
 	initialHitting float64 // of step 0, from this session or the kept rows
+	sampled        bool    // reinforce or ppo: the batch columns apply
 }
 
 const (
-	metricsHeader = "step,hitting_time,objective,a,b,c,d,invalid_mass,bound_ratio"
+	metricsHeader = "step,hitting_time,objective,a,b,c,d,invalid_mass,bound_ratio,tokens,rollouts,success_rate,mean_length,approx_kl,clip_frac"
 	abcdHeader    = "step,depth,a,b,c,d"
 )
 
 // openRunDir prepares dir: a fresh run clears what an earlier run left; a
 // resumed run keeps the metrics of the steps before its checkpoint.
-func openRunDir(dir string, cfgJSON []byte, ck *checkpoints.Checkpoint, force bool) (*runDir, error) {
+func openRunDir(dir string, cfgJSON []byte, ck *checkpoints.Checkpoint, force, sampled bool) (*runDir, error) {
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		return nil, usagef("run: -out %s: exists and is not a folder", dir)
 	}
@@ -92,7 +93,7 @@ func openRunDir(dir string, cfgJSON []byte, ck *checkpoints.Checkpoint, force bo
 	if err := checkpoints.WriteFileAtomic(filepath.Join(dir, "config.json"), append(cfgJSON, '\n')); err != nil {
 		return nil, err
 	}
-	r := &runDir{dir: dir, initialHitting: math.NaN()}
+	r := &runDir{dir: dir, initialHitting: math.NaN(), sampled: sampled}
 	keep := -1 // keep rows with step < keep
 	if ck != nil {
 		keep = ck.Step
@@ -151,8 +152,13 @@ func (r *runDir) write(row trainers.Row) error {
 	if row.Step == 0 {
 		r.initialHitting = row.HittingTime
 	}
-	fmt.Fprintf(r.mw, "%d,%s,%s,%s,%s,%s,%s,%s,%s\n", row.Step, f64(row.HittingTime), f64(row.Objective),
-		f64(row.A), f64(row.B), f64(row.C), f64(row.D), f64(row.InvalidMass), f64(row.BoundRatio))
+	sampled := []string{"", "", "", "", "", ""} // tokens .. clip_frac, for reinforce and ppo
+	if r.sampled {
+		b := row.Batch
+		sampled = []string{strconv.Itoa(row.Tokens), strconv.Itoa(row.Rollouts), f64(b.SuccessRate), f64(b.MeanLength), f64(b.ApproxKL), f64(b.ClipFrac)}
+	}
+	fmt.Fprintf(r.mw, "%d,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", row.Step, f64(row.HittingTime), f64(row.Objective),
+		f64(row.A), f64(row.B), f64(row.C), f64(row.D), f64(row.InvalidMass), f64(row.BoundRatio), strings.Join(sampled, ","))
 	for _, d := range row.Depths {
 		fmt.Fprintf(r.aw, "%d,%d,%s,%s,%s,%s\n", row.Step, d.Depth, f64(d.A), f64(d.B), f64(d.C), f64(d.D))
 	}
@@ -206,7 +212,7 @@ func saveCheckpoint(path string, cfgJSON []byte, st trainers.State, wall float64
 	}
 	return checkpoints.Save(path, &checkpoints.Checkpoint{
 		Kind: "bigram", Config: cfgJSON, Step: st.Step, RNG: st.RNG, Meta: meta,
-		Tensors: []checkpoints.Tensor{{Name: "logits", Data: st.Logits}, {Name: "optimizer", Data: st.Optim}},
+		Tensors: []checkpoints.Tensor{{Name: "logits", Data: st.Logits}, {Name: "optimizer", Data: st.Optim}, {Name: "critic", Data: st.Critic}},
 	})
 }
 
@@ -223,13 +229,17 @@ func restore(tr *trainers.Trainer, ck *checkpoints.Checkpoint, cfgJSON []byte) e
 	if err != nil {
 		return usagef("run: %v", err)
 	}
+	critic, err := ck.Tensor("critic", -1)
+	if err != nil {
+		return usagef("run: %v", err)
+	}
 	counters := map[string]float64{}
 	for k, v := range ck.Meta {
 		if k != "wall_seconds" {
 			counters[k] = v
 		}
 	}
-	if err := tr.Restore(trainers.State{Step: ck.Step, Logits: logits, Optim: opt, RNG: ck.RNG, Counters: counters}); err != nil {
+	if err := tr.Restore(trainers.State{Step: ck.Step, Logits: logits, Optim: opt, RNG: ck.RNG, Counters: counters, Critic: critic}); err != nil {
 		return usagef("run: checkpoint: %v", err)
 	}
 	return nil

@@ -1,0 +1,196 @@
+package trainers
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/tasks"
+)
+
+func constVec(g *G.ExprGraph, name string, x []float64) *G.Node {
+	return G.NewVector(g, G.Float64, G.WithShape(len(x)), G.WithName(name),
+		G.WithValue(tensor.New(tensor.WithShape(len(x)), tensor.WithBacking(append([]float64(nil), x...)))))
+}
+
+// TestPPOObjectiveKnownAnswer checks the clipped surrogate on four
+// hand-computed items (eps = 0.2): ratio 2 with A+ = 1 is clipped to 1.2;
+// ratio 2/3 with A- = -2 is clipped to 0.8; ratio 1 with A+ = 0.5 and
+// ratio 1.1 with A- = -1 are not clipped. Objective 1.2 - 1.6 + 0.5 - 1.1
+// = -1; gradient w.r.t. log pi: 0 where clipped, A r elsewhere.
+func TestPPOObjectiveKnownAnswer(t *testing.T) {
+	g := G.NewGraph()
+	logp := constVec(g, "logp", []float64{math.Log(0.5), math.Log(0.2), math.Log(0.9), math.Log(0.55)})
+	old := constVec(g, "old", []float64{math.Log(0.25), math.Log(0.3), math.Log(0.9), math.Log(0.5)})
+	pos := constVec(g, "pos", []float64{1, 0, 0.5, 0})
+	neg := constVec(g, "neg", []float64{0, -2, 0, -1})
+	obj, err := ppoObjective(logp, old, pos, neg, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads, err := G.Grad(obj, logp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objV, gradV G.Value
+	G.Read(obj, &objV)
+	G.Read(grads[0], &gradV)
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	if got := objV.Data().(float64); math.Abs(got-(-1)) > 1e-12 {
+		t.Errorf("objective: got %v, want -1", got)
+	}
+	want := []float64{0, 0, 0.5, -1.1}
+	for i, got := range gradV.Data().([]float64) {
+		if math.Abs(got-want[i]) > 1e-12 {
+			t.Errorf("d objective / d log pi[%d]: got %v, want %v", i, got, want[i])
+		}
+	}
+}
+
+// TestAdvantagesKnownAnswer: two rollouts (hit in 2 transitions, missed a
+// horizon of 3), beta 0.1: returns 0.8 0.9 | -0.3 -0.2 -0.1, mean 0.22,
+// RMS of the centred values sqrt(0.2696); per-state means for states
+// (0 1 | 0 2 1): 0.25, 0.4, -0.2.
+func TestAdvantagesKnownAnswer(t *testing.T) {
+	lens, hit := []int{2, 3}, []bool{true, false}
+	states := []int32{0, 1, 0, 2, 1}
+	std := math.Sqrt(0.2696)
+	for _, tc := range []struct {
+		baseline  string
+		normalize bool
+		want      []float64
+	}{
+		{"batch", true, []float64{0.58 / std, 0.68 / std, -0.52 / std, -0.42 / std, -0.32 / std}},
+		{"batch", false, []float64{0.58, 0.68, -0.52, -0.42, -0.32}},
+		{"state", false, []float64{0.55, 0.5, -0.55, 0, -0.5}},
+		{"state-target", false, []float64{0, 0, 0, 0, 0}}, // each (state, target) seen once
+	} {
+		got := tokenAdvantages(lens, hit, states, 3, []int{1, 2}, 2, 0.1, tc.baseline, tc.normalize)
+		for i := range got {
+			if math.Abs(got[i]-tc.want[i]) > 1e-12 {
+				t.Errorf("%s normalize=%v: token %d: got %v, want %v", tc.baseline, tc.normalize, i, got[i], tc.want[i])
+			}
+		}
+	}
+}
+
+// TestPPOFirstEpochIsREINFORCE: at ratio 1 (pi_old = pi) the PPO
+// surrogate's autodiff gradient through the bigram equals REINFORCE's.
+func TestPPOFirstEpochIsREINFORCE(t *testing.T) {
+	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
+	logits := randomLogits(g, 11)
+	m0, _ := graphBigram(g, logits)
+	p := m0.NumParams()
+	adv := make([]float64, p)
+	pos, neg, w := make([]float64, p), make([]float64, p), make([]float64, p)
+	for k := range adv {
+		adv[k] = math.Sin(float64(3*k + 1))
+		if adv[k] > 0 {
+			pos[k] = adv[k]
+		} else {
+			neg[k] = adv[k]
+		}
+		w[k] = -adv[k]
+	}
+	old := make([]float64, p)
+	probs := m0.Probs()
+	for k, e := range m0.TrainableEntries() {
+		old[k] = math.Log(probs[e])
+	}
+	grad := func(build func(m *nn.Bigram) (*G.Node, error)) []float64 {
+		m, _ := graphBigram(g, logits)
+		cost, err := build(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &captureSolver{}
+		st, err := nn.NewStep(cost, m.Learnables(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if _, err := st.Run(); err != nil {
+			t.Fatal(err)
+		}
+		return c.grad
+	}
+	ppo := grad(func(m *nn.Bigram) (*G.Node, error) {
+		gr := m.Graph()
+		obj, err := ppoObjective(m.LogProbs(), constVec(gr, "old", old), constVec(gr, "pos", pos), constVec(gr, "neg", neg), 0.2)
+		if err != nil {
+			return nil, err
+		}
+		return G.Neg(obj)
+	})
+	rf := grad(func(m *nn.Bigram) (*G.Node, error) {
+		return reinforceLoss(m.LogProbs(), constVec(m.Graph(), "w", w))
+	})
+	for k := range ppo {
+		if math.Abs(ppo[k]-rf[k]) > 1e-12*math.Max(1, math.Abs(rf[k])) {
+			t.Fatalf("parameter %d: PPO gradient %v, REINFORCE %v", k, ppo[k], rf[k])
+		}
+	}
+}
+
+// TestSampledRLVRConverges: at W=K=5, L=3 with the paper's horizon (twice
+// the hitting time) and beta = 3e-4, PPO from the pretrained bigram reaches
+// within 2% of the converged hitting time and REINFORCE within 5%.
+func TestSampledRLVRConverges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several seconds")
+	}
+	g := graph(t, tasks.Config{W: 5, K: 5, L: 3})
+	for _, tc := range []struct {
+		trainer string
+		within  float64
+	}{{"ppo", 0.02}, {"reinforce", 0.05}} {
+		cfg := SampledDefaults(DefaultConfig(), tc.trainer)
+		cfg.Until, cfg.Steps = tc.within, 3000
+		tr, err := New(cfg, g, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		last, err := tr.Run(context.Background(), Hooks{})
+		tr.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(last.HittingTime-tr.Limit()) > tc.within*tr.Limit() {
+			t.Errorf("%s: final hitting time %v, limit %v", tc.trainer, last.HittingTime, tr.Limit())
+		}
+		t.Logf("%s: hitting time %.4g (limit %v) after %d steps, %d rollouts, %d tokens, %v",
+			tc.trainer, last.HittingTime, tr.Limit(), tr.Steps(), last.Rollouts, last.Tokens, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// BenchmarkPPOStep times PPO iterations at W=K=5, L=3 from the pretrained
+// bigram with the defaults (256 rollouts, 2 epochs of 2 minibatches).
+func BenchmarkPPOStep(b *testing.B) {
+	g := graph(b, tasks.Config{W: 5, K: 5, L: 3})
+	cfg := SampledDefaults(DefaultConfig(), "ppo")
+	cfg.Optim.LR = 1e-9 // keep the policy (and the batch size) fixed
+	tr, err := New(cfg, g, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	tokens := 0
+	for b.Loop() {
+		before := tr.smp.tokens
+		if err := tr.Step(); err != nil {
+			b.Fatal(err)
+		}
+		tokens += tr.smp.tokens - before
+	}
+	b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
+}
