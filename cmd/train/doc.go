@@ -57,13 +57,18 @@
 // sampled RLVR flags (reinforce, ppo; each step samples a batch of rollouts of the
 // current policy and updates from it):
 //
-//	-rollouts N            rollouts per step (default 64)
+//	-rollouts N            rollouts per step (default 256)
 //	-beta X                length penalty in the reward 1{hit} - beta |y| (3e-4)
 //	-horizon-factor X      horizon = X times the current hitting time (2)
-//	-baseline NAME         state (mean return from the state) or batch (state)
+//	-baseline NAME         state (mean return from the state; default), state-target
+//	                       (given the rollout's target), batch, or gae (GAE with a
+//	                       tabular critic of state and target; -lambda, -critic-rate)
 //	-normalize-advantages  divide advantages by their standard deviation (true)
 //	-epochs N, -minibatches M, -clip E
-//	                       ppo: passes, minibatches per pass, ratio clip (4, 4, 0.2)
+//	                       ppo: passes, minibatches per pass, ratio clip (2, 2, 0.2)
+//	-lr-decay linear       decay the learning rate linearly over -steps
+//	Without -optimizer, -lr or -config, ppo uses adam at lr 0.05 and reinforce adam
+//	at lr 0.1 (tuned at W=K=5, L=3).
 //	-kl-coef X, -entropy-coef X
 //	                       ppo: KL penalty to the starting policy, entropy bonus
 //
