@@ -89,9 +89,9 @@
 //	                       -horizon when they would take hours)
 //	-horizon H             Monte Carlo horizon in transitions (0: none)
 //	-seed S                Monte Carlo seed (default 1)
-//	-search-agent          with -mc: also run the Corollary's search agent, which
-//	                       refuses any edge state already used in the rollout (each
-//	                       refusal costs a step); keys search_agent_mc_*
+//	-search-agent          with -mc: the rollouts are the Corollary's search agent's,
+//	                       which refuses any edge state already used in the rollout
+//	                       (each refusal costs a step); the mc_* keys describe them
 //
 // exit codes: 0 success, 1 failure, 2 bad input (one line naming the field),
 // 130/143 interrupted (checkpoint written).
@@ -187,9 +187,9 @@ train eval flags:
                          -horizon when they would take hours)
   -horizon H             Monte Carlo horizon in transitions (0: none)
   -seed S                Monte Carlo seed (default 1)
-  -search-agent          with -mc: also run the Corollary's search agent, which
-                         refuses any edge state already used in the rollout (each
-                         refusal costs a step); keys search_agent_mc_*
+  -search-agent          with -mc: the rollouts are the Corollary's search agent's,
+                         which refuses any edge state already used in the rollout
+                         (each refusal costs a step); the mc_* keys describe them
 
 exit codes: 0 success, 1 failure, 2 bad input (one line naming the field),
 130/143 interrupted (checkpoint written).

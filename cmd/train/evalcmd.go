@@ -26,7 +26,7 @@ type evalReport struct {
 	Entry       []float64        `json:"entry"` // pi(f -> u_{i,1,l} | s0 -> f), branch by branch
 	Theory      eval.Predictions `json:"theory"`
 	MC          *eval.MCResult   `json:"-"`
-	Search      *eval.MCResult   `json:"-"`
+	SearchAgent bool             `json:"search_agent"` // the mc_* keys describe the search agent's rollouts
 }
 
 func runEval(args []string, stdout, stderr io.Writer) error {
@@ -38,7 +38,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	mc := fs.Int("mc", 0, "also run N Monte Carlo rollouts (0: none)")
 	horizon := fs.Int("horizon", 0, "Monte Carlo horizon in transitions (0: none)")
 	seed := fs.Uint64("seed", 1, "Monte Carlo seed")
-	search := fs.Bool("search-agent", false, "with -mc: also run the Corollary's search agent (never re-enters a used edge state; each refusal costs a step)")
+	search := fs.Bool("search-agent", false, "with -mc: the rollouts are the Corollary's search agent's (never re-enters a used edge state; each refusal costs a step)")
 	ckpt := fs.String("checkpoint", "", "evaluate the model checkpointed in this run folder (its graph comes from the checkpoint)")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
@@ -83,7 +83,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *mc > 0 && *horizon == 0 {
+	if *mc > 0 && *horizon == 0 && !*search {
 		// Without a horizon every rollout runs until it hits: refuse work
 		// that would take hours (the SFT limit's 4e14 at the paper's size).
 		if work := float64(*mc) * rep.HittingTime; work > 3e9 {
@@ -95,18 +95,16 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		res, err := sp.MonteCarlo(*mc, *horizon, *seed)
+		var res eval.MCResult
+		if *search {
+			res, err = sp.SearchMonteCarlo(*mc, *horizon, *seed)
+		} else {
+			res, err = sp.MonteCarlo(*mc, *horizon, *seed)
+		}
 		if err != nil {
 			return err
 		}
-		rep.MC = &res
-		if *search {
-			sr, err := sp.SearchMonteCarlo(*mc, *horizon, *seed)
-			if err != nil {
-				return err
-			}
-			rep.Search = &sr
-		}
+		rep.MC, rep.SearchAgent = &res, *search
 	}
 	if *asJSON {
 		return writeJSON(stdout, rep)
@@ -139,10 +137,7 @@ func writeJSON(w io.Writer, rep *evalReport) error {
 	if err := json.Unmarshal(b, &obj); err != nil {
 		return err
 	}
-	for prefix, r := range map[string]*eval.MCResult{"": rep.MC, "search_agent_": rep.Search} {
-		if r == nil {
-			continue
-		}
+	if r := rep.MC; r != nil {
 		mb, _ := json.Marshal(r)
 		var m map[string]any
 		json.Unmarshal(mb, &m)
@@ -150,7 +145,7 @@ func writeJSON(w io.Writer, rep *evalReport) error {
 			m["mc_hitting_time"], m["mc_hitting_time_ci95"] = nil, nil
 		}
 		for k, v := range m {
-			obj[prefix+k] = v
+			obj[k] = v
 		}
 	}
 	enc := json.NewEncoder(w)
@@ -189,11 +184,10 @@ func fmtProbs(p []float64) string {
 func writeText(w io.Writer, rep *evalReport) error {
 	fmt.Fprintf(w, "graph %s: %d edge states, %d valid transitions\n", rep.Graph, rep.States, rep.Transitions)
 	fmt.Fprintf(w, "policy %s: exact hitting time %s\n", rep.Policy, num(rep.HittingTime))
-	if rep.MC != nil {
+	if rep.MC != nil && rep.SearchAgent {
+		mcLine(w, "search agent", rep.MC)
+	} else if rep.MC != nil {
 		mcLine(w, "Monte Carlo", rep.MC)
-	}
-	if rep.Search != nil {
-		mcLine(w, "search agent", rep.Search)
 	}
 	if !uniform(rep.Entry) {
 		fmt.Fprintf(w, "entry probabilities from s0 -> f, branch by branch: %s\n", fmtProbs(rep.Entry))
