@@ -64,29 +64,39 @@ func TestRolloutsDeterministicAndExact(t *testing.T) {
 
 // naiveSearch is the search agent written literally: propose from the
 // policy, refuse (one step) any used state, until an unused one comes; at a
-// dead end, move as the policy would.
+// dead end (every state the policy proposes is used) refuse once, then move
+// to a uniformly chosen unused state, or freely if none is left.
 func naiveSearch(g *tasks.Graph, p []float64, target int, rng *rand.Rand) (int, bool) {
 	used := map[int]bool{0: true}
 	s, steps := 0, 0
 	for steps < 1e7 {
 		free := 0.0
+		var unused []int
 		for e := g.Offsets[s]; e < g.Offsets[s+1]; e++ {
 			if !used[g.Next[e]] {
 				free += p[e]
+				unused = append(unused, g.Next[e])
 			}
 		}
-		deadEnd := free == 0
-		u, a := rng.Float64(), -1
-		for e := g.Offsets[s]; e < g.Offsets[s+1]; e++ {
-			if u < p[e] {
-				a = g.Next[e]
-				break
+		var a int
+		switch {
+		case free == 0 && len(unused) > 0:
+			a = unused[rng.IntN(len(unused))]
+			steps += 2
+		default:
+			u := rng.Float64()
+			a = -1
+			for e := g.Offsets[s]; e < g.Offsets[s+1]; e++ {
+				if u < p[e] {
+					a = g.Next[e]
+					break
+				}
+				u -= p[e]
 			}
-			u -= p[e]
-		}
-		steps++
-		if a < 0 || (used[a] && !deadEnd) {
-			continue
+			steps++
+			if a < 0 || (used[a] && len(unused) > 0) {
+				continue
+			}
 		}
 		used[a], s = true, a
 		if g.Hits(s, target) {
@@ -146,4 +156,28 @@ func BenchmarkRollouts(b *testing.B) {
 		tokens += sp.Rollouts(64, 0, seed).Tokens()
 	}
 	b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "states/s")
+}
+
+// TestSearchAgentGrowth: with the search agent, the SFT limit's hitting
+// time grows like W K L (no longer exponentially in K) and the converged
+// RLVR policy's like W K, independently of L (the Corollary).
+func TestSearchAgentGrowth(t *testing.T) {
+	for _, K := range []int{2, 4, 6} {
+		var rlvr []float64
+		for _, L := range []int{1, 3, 5} {
+			g := graph(t, tasks.Config{W: 3, K: K, L: L})
+			sft, _ := sampler(t, g, PolicySFTLimit(g)).SearchMonteCarlo(3000, 0, 1)
+			if r := sft.HittingTime / float64(3*K*(L+1)); r < 0.3 || r > 3 {
+				t.Errorf("K=%d L=%d: SFT with the agent %v, %.2f x W K (L+1)", K, L, sft.HittingTime, r)
+			}
+			rl, _ := sampler(t, g, PolicyRLVRLimit(g)).SearchMonteCarlo(3000, 0, 1)
+			rlvr = append(rlvr, rl.HittingTime)
+		}
+		if rlvr[0] != rlvr[1] || rlvr[1] != rlvr[2] {
+			t.Errorf("K=%d: RLVR with the agent depends on L: %v", K, rlvr)
+		}
+		if r := rlvr[0] / float64(3*K); r < 1 || r > 4 {
+			t.Errorf("K=%d: RLVR with the agent %v, %.2f x W K", K, rlvr[0], r)
+		}
+	}
 }

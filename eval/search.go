@@ -13,10 +13,18 @@ import (
 // number of refusals before an accepted proposal is geometric in the
 // probability of the unused states, so it is drawn in one go, and the
 // accepted state is drawn among the unused ones in proportion to the
-// policy. The paper does not say what the agent does when every next state
-// the policy can propose is used (a dead end, common inside diamonds for
-// the pretrained and SFT policies): here it lets the policy move as it
-// would without the agent, for one step, so every rollout can finish.
+// policy.
+//
+// The paper does not say what the agent does at a dead end, where every
+// next state the policy gives positive probability is used. Dead ends are
+// common: the SFT policy, back at u_{j,l} from a wrong branch's leaf, goes
+// forward over another multiedge with probability (L-1)/(L+1), and there
+// its whole mass (a_j = 1) is on the connector it already used. Letting the
+// policy move anyway re-enters used states and brings back the exponential
+// search (W=5, L=5: 212, 1182, 8120, 55858, 401190 for K = 2..6). So at a
+// dead end the agent refuses once (one step) and then moves to an unused
+// next state chosen uniformly (one step), as a search that never revisits
+// would; only when every next state is used does the policy move freely.
 
 // SearchMonteCarlo runs n seeded search-agent rollouts with uniform
 // targets (horizon counts steps, refusals included; <= 0: no limit).
@@ -76,9 +84,29 @@ func (t *table) search(probs []float64, target, horizon int, rng *rand.Rand, w *
 				last = e
 			}
 		}
-		if last < 0 { // dead end: one unconstrained step
-			e := t.entry(s, rng.Float64())
-			steps++
+		if last < 0 { // dead end: refuse once, then force an unused state
+			unused := 0
+			for e := lo; e < hi; e++ {
+				if !used(t.next[e]) {
+					unused++
+				}
+			}
+			var e int32
+			if unused == 0 { // every next state used: the policy moves freely
+				e = t.entry(s, rng.Float64())
+				steps++
+			} else {
+				k := rng.IntN(unused)
+				for e = lo; ; e++ {
+					if !used(t.next[e]) {
+						if k == 0 {
+							break
+						}
+						k--
+					}
+				}
+				steps += 2
+			}
 			s = t.next[e]
 			w.mark[s] = w.gen
 			if t.head[s] == leaf {
