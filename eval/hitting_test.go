@@ -391,3 +391,24 @@ func BenchmarkHittingTime(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAnalyzeL shows the cost in the multiplicity L: a diamond's rows
+// form dense L x (L+1) blocks in general, so each diamond costs O(L^3)
+// (O(L^2) per state); for fixed L the cost is linear in K and W.
+func BenchmarkAnalyzeL(b *testing.B) {
+	for _, l := range []int{5, 20, 80} {
+		g := graph(b, tasks.Config{W: 3, K: 10, L: l})
+		random, _ := randomRationalPolicy(g, rand.New(rand.NewSource(1)))
+		an := NewAnalyzer(g)
+		b.Run(fmt.Sprintf("L=%d,states=%d", l, g.NumStates()), func(b *testing.B) {
+			for b.Loop() {
+				r, err := an.Analyze(random)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.CostWeights()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(g.NumStates()), "ns/state")
+		})
+	}
+}
