@@ -14,6 +14,14 @@
 //	                       hitting time; writes runs/fig3-4
 //	train run [flags]      one training run (flags or -config FILE.json)
 //	train eval [flags]     exact Markov-chain analysis of a policy or a checkpoint
+//	train reproduce NAME... | all [-quick] [-out DIR]
+//	                       regenerate results of the paper: CSV data, PNG figures
+//	                       and a results.md table (claim, the paper, measured,
+//	                       agreement, time) in runs/reproduce; -quick runs every
+//	                       entry at a reduced size. Entries: fig3-4, thm1-pretrain,
+//	                       thm2-sft, thm4-separation, corollary-search,
+//	                       thm5-distill, fig5-sft-scaling, fig5-partial, fig6-ppo,
+//	                       fig7-transformer (not implemented yet), fig8-hetero
 //	train help             this text
 //
 // graph flags (run and eval):
@@ -104,6 +112,7 @@
 //	train run -resume runs/fig3-4
 //	train eval -policy sft-limit
 //	train eval -checkpoint runs/fig3-4 -mc 10000 -json
+//	train reproduce all
 package main
 
 const manual = `train: exact autodiff trainer for "Provable Benefits of RLVR over SFT for
@@ -116,6 +125,14 @@ usage:
                          hitting time; writes runs/fig3-4
   train run [flags]      one training run (flags or -config FILE.json)
   train eval [flags]     exact Markov-chain analysis of a policy or a checkpoint
+  train reproduce NAME... | all [-quick] [-out DIR]
+                         regenerate results of the paper: CSV data, PNG figures
+                         and a results.md table (claim, the paper, measured,
+                         agreement, time) in runs/reproduce; -quick runs every
+                         entry at a reduced size. Entries: fig3-4, thm1-pretrain,
+                         thm2-sft, thm4-separation, corollary-search,
+                         thm5-distill, fig5-sft-scaling, fig5-partial, fig6-ppo,
+                         fig7-transformer (not implemented yet), fig8-hetero
   train help             this text
 
 graph flags (run and eval):
@@ -201,4 +218,5 @@ examples:
   train run -resume runs/fig3-4
   train eval -policy sft-limit
   train eval -checkpoint runs/fig3-4 -mc 10000 -json
+  train reproduce all
 `

@@ -55,9 +55,11 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return runEval(args[1:], stdout, stderr)
 	case "run":
 		return runRun(args[1:], stdout, stderr)
+	case "reproduce":
+		return runReproduce(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, manual)
 		return nil
 	}
-	return usagef("unknown subcommand %q: want run, eval or help (no arguments runs the paper's headline experiment)", args[0])
+	return usagef("unknown subcommand %q: want run, eval, reproduce or help (no arguments runs the paper's headline experiment)", args[0])
 }

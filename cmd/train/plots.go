@@ -253,3 +253,49 @@ func plotInvalidMass(path string, rows [][]float64, s summary) error {
 	p.Legend.Top = true
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
 }
+
+// series is one named curve.
+type series struct {
+	name string
+	x, y []float64
+}
+
+// plotLines draws named curves with a title, axis labels, a legend and,
+// when logY is set, a log-scale y axis.
+func plotLines(path, title, xlabel, ylabel string, logY bool, lines []series) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text, p.Y.Label.Text = xlabel, ylabel
+	if logY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	for i, s := range lines {
+		xy := make(plotter.XYs, 0, len(s.x))
+		for j := range s.x {
+			if !logY || s.y[j] > 0 {
+				xy = append(xy, plotter.XY{X: s.x[j], Y: s.y[j]})
+			}
+		}
+		l, pts, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return err
+		}
+		c := plotutilColor(i, len(lines))
+		l.Color, pts.Color, l.Width = c, c, vg.Points(1.5)
+		if strings.HasPrefix(s.name, "RLVR") || strings.HasPrefix(s.name, "rlvr") {
+			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
+		p.Add(l, pts)
+		p.Legend.Add(s.name, l, pts)
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	return p.Save(8*vg.Inch, 5.5*vg.Inch, path)
+}
+
+// plotutilColor spreads n curves over a fixed palette.
+func plotutilColor(i, n int) color.Color {
+	palette := []color.RGBA{{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255},
+		{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255}, {188, 189, 34, 255}, {23, 190, 207, 255}}
+	return palette[i%len(palette)]
+}

@@ -67,7 +67,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err := rc.validate(); err != nil {
 		return err
 	}
-	return train(rc, nil, *force, stdout, stderr)
+	_, err = train(rc, nil, *force, stdout, stderr)
+	return err
 }
 
 // runDefault runs the paper's headline experiment (Figures 3-4) into
@@ -78,7 +79,8 @@ func runDefault(stdout, stderr io.Writer) error {
 	if err := rc.validate(); err != nil {
 		return err
 	}
-	return train(rc, nil, false, stdout, stderr)
+	_, err := train(rc, nil, false, stdout, stderr)
+	return err
 }
 
 // resumeRun continues the run in dir from its checkpoint.
@@ -95,7 +97,8 @@ func resumeRun(dir string, stdout, stderr io.Writer) error {
 	if err := rc.validate(); err != nil {
 		return err
 	}
-	return train(rc, ck, false, stdout, stderr)
+	_, err = train(rc, ck, false, stdout, stderr)
+	return err
 }
 
 const checkpointFile = "checkpoint.bin"
@@ -105,8 +108,8 @@ const checkpointFile = "checkpoint.bin"
 var interruptAtStep int
 
 // train runs one configured training into its folder, from scratch or from
-// a checkpoint.
-func train(rc runConfig, ck *checkpoints.Checkpoint, force bool, stdout, stderr io.Writer) error {
+// a checkpoint, and returns its summary.
+func train(rc runConfig, ck *checkpoints.Checkpoint, force bool, stdout, stderr io.Writer) (s summary, err error) {
 	start := time.Now()
 	var before float64 // wall seconds spent before a resume
 	if ck != nil {
@@ -115,32 +118,32 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, force bool, stdout, stderr 
 	wall := func() float64 { return before + time.Since(start).Seconds() }
 	g, err := tasks.New(rc.Graph)
 	if err != nil {
-		return usagef("run: %v", err)
+		return summary{}, usagef("run: %v", err)
 	}
 	var teacher []float64
 	if rc.Train.Trainer == "distill" {
 		if teacher, err = loadTeacher(rc.Teacher, g); err != nil {
-			return err
+			return summary{}, err
 		}
 	}
 	tr, err := trainers.New(rc.Train, g, nil, teacher)
 	if err != nil {
-		return usagef("run: %v", err) // the configuration cannot be trained
+		return summary{}, usagef("run: %v", err) // the configuration cannot be trained
 	}
 	defer tr.Close()
 	cfgJSON, _ := json.MarshalIndent(rc, "", "  ")
 	if ck != nil {
 		if err := restore(tr, ck, cfgJSON); err != nil {
-			return err
+			return summary{}, err
 		}
 	}
 	out, err := openRunDir(rc.Out, cfgJSON, ck, force, rc.Train.Trainer == "reinforce" || rc.Train.Trainer == "ppo")
 	if err != nil {
-		return err
+		return summary{}, err
 	}
 	defer out.close()
 	if err := writeVocab(rc.Out, g); err != nil {
-		return err
+		return summary{}, err
 	}
 	save := func() error {
 		st, err := tr.State()
@@ -184,16 +187,16 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, force bool, stdout, stderr 
 	prog.finish()
 	if errors.Is(err, context.Canceled) && got != nil {
 		if err := save(); err != nil {
-			return err
+			return summary{}, err
 		}
-		return interrupted{sig: got.(syscall.Signal), step: tr.Steps(), dir: rc.Out}
+		return summary{}, interrupted{sig: got.(syscall.Signal), step: tr.Steps(), dir: rc.Out}
 	}
 	stalled := errors.Is(err, trainers.ErrStalled)
 	if err != nil && !stalled {
-		return err
+		return summary{}, err
 	}
 	if err := save(); err != nil {
-		return err
+		return summary{}, err
 	}
 	sum := summary{
 		Stalled: stalled, Trainer: rc.Train.Trainer, Graph: g.Config.Name(),
@@ -208,11 +211,11 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, force bool, stdout, stderr 
 		sum.FinalABCD = &[4]float64{last.A, last.B, last.C, last.D}
 	}
 	if err := out.finish(sum); err != nil {
-		return err
+		return summary{}, err
 	}
 	printSummary(stdout, rc, sum)
 	if stalled {
-		return fmt.Errorf("run stopped at step %d: %w", tr.Steps(), err)
+		return sum, fmt.Errorf("run stopped at step %d: %w", tr.Steps(), err)
 	}
-	return nil
+	return sum, nil
 }
