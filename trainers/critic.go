@@ -31,19 +31,10 @@ func newCritic(nStates, w int, rate, lambda float64) *critic {
 // bootstraps from V of its last state.
 func (c *critic) advantages(lens []int, hit []bool, states []int32, last []int32, targets []int, beta float64) []float64 {
 	n := len(states)
-	returns := make([]float64, 0, n)
-	for i, l := range lens {
-		h := 0.0
-		if hit[i] {
-			h = 1
-		}
-		for t := range l {
-			returns = append(returns, h-beta*float64(l-t))
-		}
-	}
+	returns := returnsToGo(lens, hit, beta)
 	// Batch means of the returns per (s, x): the fit, and the value of
 	// pairs the critic has not seen yet.
-	sum, count := map[int]float64{}, map[int]float64{}
+	sum, count := make([]float64, len(c.v)), make([]float64, len(c.v))
 	k := 0
 	for r, l := range lens {
 		for range l {
@@ -57,8 +48,8 @@ func (c *critic) advantages(lens []int, hit []bool, states []int32, last []int32
 		if v := c.v[key]; !math.IsNaN(v) {
 			return v
 		}
-		if m, ok := count[key]; ok {
-			return sum[key] / m
+		if count[key] > 0 {
+			return sum[key] / count[key]
 		}
 		return 0
 	}
@@ -84,6 +75,9 @@ func (c *critic) advantages(lens []int, hit []bool, states []int32, last []int32
 		start += l
 	}
 	for key, m := range count {
+		if m == 0 {
+			continue
+		}
 		mean := sum[key] / m
 		if math.IsNaN(c.v[key]) {
 			c.v[key] = mean

@@ -91,20 +91,8 @@ func negEntropy(logp, w *G.Node) (*G.Node, error) {
 // states[i] is the state of token i, among nStates; targets[r] the target
 // (1..w) of rollout r.
 func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, targets []int, w int, beta float64, baseline string, normalize bool) []float64 {
-	n := 0
-	for _, l := range lens {
-		n += l
-	}
-	adv := make([]float64, 0, n)
-	for i, l := range lens {
-		h := 0.0
-		if hit[i] {
-			h = 1
-		}
-		for t := range l {
-			adv = append(adv, h-beta*float64(l-t))
-		}
-	}
+	adv := returnsToGo(lens, hit, beta)
+	n := len(adv)
 	if n == 0 {
 		return adv
 	}
@@ -146,6 +134,26 @@ func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, target
 		scale(adv)
 	}
 	return adv
+}
+
+// returnsToGo lists, token by token, each rollout's return to go
+// 1{hit} - beta (T - t): the reward of the rest of the rollout.
+func returnsToGo(lens []int, hit []bool, beta float64) []float64 {
+	n := 0
+	for _, l := range lens {
+		n += l
+	}
+	g := make([]float64, 0, n)
+	for i, l := range lens {
+		h := 0.0
+		if hit[i] {
+			h = 1
+		}
+		for t := range l {
+			g = append(g, h-beta*float64(l-t))
+		}
+	}
+	return g
 }
 
 // normalize centres advantages and divides them by their standard deviation.

@@ -194,3 +194,34 @@ func BenchmarkPPOStep(b *testing.B) {
 	}
 	b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
 }
+
+// TestGAEKnownAnswer: lambda = 1 and a critic that has seen nothing (so
+// it values each (state, target) at the batch's mean return there). Beta
+// 0.1; rollouts 0 and 2 hit target 1 in two transitions (returns 0.8, 0.9
+// at states 0, 1 and 0, 2), rollout 1 misses target 2 after three (returns
+// -0.3, -0.2, -0.1 at states 0, 2, 1) and is cut in state 2, so it
+// bootstraps from V(2, t2) = -0.2. The TD residuals telescope: each
+// advantage is the return to go (plus the bootstrap) minus V(s_t, x):
+// 0, 0 | -0.2, -0.2, -0.2 | 0, 0. The critic then holds the batch means.
+func TestGAEKnownAnswer(t *testing.T) {
+	lens, hit := []int{2, 3, 2}, []bool{true, false, true}
+	states := []int32{0, 1, 0, 2, 1, 0, 2}
+	last := []int32{3, 2, 3}
+	targets := []int{1, 2, 1}
+	c := newCritic(4, 2, 0.5, 1)
+	got := c.advantages(lens, hit, states, last, targets, 0.1)
+	want := []float64{0, 0, -0.2, -0.2, -0.2, 0, 0}
+	for i := range got {
+		if math.Abs(got[i]-want[i]) > 1e-12 {
+			t.Errorf("token %d: got %v, want %v", i, got[i], want[i])
+		}
+	}
+	if v := c.v[0]; math.Abs(v-0.8) > 1e-12 { // V(state 0, target 1)
+		t.Errorf("critic V(0, t1) = %v, want 0.8", v)
+	}
+	// A second batch moves the critic halfway (rate 0.5) toward its means.
+	c.advantages([]int{1}, []bool{true}, []int32{0}, []int32{3}, []int{1}, 0.1)
+	if v := c.v[0]; math.Abs(v-0.85) > 1e-12 { // return 0.9: 0.8 + 0.5 (0.9 - 0.8)
+		t.Errorf("critic V(0, t1) after a second batch = %v, want 0.85", v)
+	}
+}

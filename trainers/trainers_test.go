@@ -322,12 +322,15 @@ func BenchmarkRLVRStep(b *testing.B) {
 // uninterrupted run, for every optimiser and trainer.
 func TestResumeIsBitIdentical(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
-	for _, tc := range []struct{ trainer, opt string }{
-		{"rlvr-exact", "sign"}, {"rlvr-exact", "sgd"}, {"rlvr-exact", "adam"}, {"pretrain", "adam"},
-		{"sft", "adam"}, {"ppo", "adam"}, {"reinforce", "sgd"},
+	for _, tc := range []struct{ trainer, opt, baseline string }{
+		{"rlvr-exact", "sign", ""}, {"rlvr-exact", "sgd", ""}, {"rlvr-exact", "adam", ""}, {"pretrain", "adam", ""},
+		{"sft", "adam", ""}, {"ppo", "adam", "state"}, {"ppo", "adam", "gae"}, {"reinforce", "sgd", "state-target"},
 	} {
 		cfg := DefaultConfig()
 		cfg.Trainer, cfg.Optim.Name, cfg.Steps, cfg.Until, cfg.LogEvery = tc.trainer, tc.opt, 40, 0, 1
+		if tc.baseline != "" {
+			cfg.Baseline = tc.baseline
+		}
 		cfg.Rollouts, cfg.Minibatches = 8, 2
 		if tc.opt == "sgd" {
 			cfg.Optim.LR = 1e-4
