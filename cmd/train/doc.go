@@ -58,7 +58,8 @@
 //	                       folder holding another run is refused
 //	-force                 replace a run folder that holds another run
 //	-resume DIR            continue the run in DIR from its checkpoint (with the
-//	                       configuration embedded in the checkpoint)
+//	                       configuration embedded in the checkpoint); -steps N is
+//	                       the only flag it takes: a new step cap, to train longer
 //	-max-bytes N           memory budget (default 3/4 of the machine): larger graphs
 //	                       are refused before anything is allocated
 //
@@ -167,7 +168,8 @@ train run flags:
                          folder holding another run is refused
   -force                 replace a run folder that holds another run
   -resume DIR            continue the run in DIR from its checkpoint (with the
-                         configuration embedded in the checkpoint)
+                         configuration embedded in the checkpoint); -steps N is
+                         the only flag it takes: a new step cap, to train longer
   -max-bytes N           memory budget (default 3/4 of the machine): larger graphs
                          are refused before anything is allocated
 

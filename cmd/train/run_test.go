@@ -132,7 +132,7 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"run", "-trainer", "distill", "-teacher", filepath.Join(dir, "nowhere")}, "-teacher"},
 		{[]string{"run", "-resume", filepath.Join(dir, "nowhere")}, "-resume"},
 		{[]string{"run", "-resume", corrupt}, "truncated"},
-		{[]string{"run", "-resume", corrupt, "-steps", "3"}, "-resume takes no other flags"},
+		{[]string{"run", "-resume", corrupt, "-lr", "3"}, "-resume takes only -steps"},
 		{[]string{"eval", "-checkpoint", corrupt}, "truncated"},
 		{[]string{"eval", "-checkpoint", corrupt, "-W", "3"}, "-checkpoint takes its graph"},
 	} {

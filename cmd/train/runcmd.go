@@ -46,12 +46,22 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *resume != "" {
-		set := 0
-		fs.Visit(func(*flag.Flag) { set++ })
-		if set > 1 {
-			return usagef("run: -resume takes no other flags: the run continues with the config.json of %s", *resume)
+		other := ""
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "resume" && f.Name != "steps" {
+				other = f.Name
+			}
+		})
+		if other != "" {
+			return usagef("run: -resume takes only -steps (a new step cap), not -%s: the run continues with the configuration in its checkpoint", other)
 		}
-		return resumeRun(*resume, stdout, stderr)
+		steps := 0
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "steps" {
+				steps = rc.Train.Steps
+			}
+		})
+		return resumeRun(*resume, steps, stdout, stderr)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -83,8 +93,9 @@ func runDefault(stdout, stderr io.Writer) error {
 	return err
 }
 
-// resumeRun continues the run in dir from its checkpoint.
-func resumeRun(dir string, stdout, stderr io.Writer) error {
+// resumeRun continues the run in dir from its checkpoint, with a new step
+// cap when steps > 0.
+func resumeRun(dir string, steps int, stdout, stderr io.Writer) error {
 	ck, err := checkpoints.Load(filepath.Join(dir, checkpointFile))
 	if err != nil {
 		return usagef("run: -resume %s: %v", dir, err)
@@ -94,6 +105,12 @@ func resumeRun(dir string, stdout, stderr io.Writer) error {
 		return usagef("run: -resume %s: checkpoint config: %v", dir, err)
 	}
 	rc.Out = dir
+	if steps > 0 {
+		if steps < ck.Step {
+			return usagef("run: -steps %d: the checkpoint in %s is already at step %d", steps, dir, ck.Step)
+		}
+		rc.Train.Steps = steps
+	}
 	if err := rc.validate(); err != nil {
 		return err
 	}
