@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/rlvr-backtrack/backtrack/tasks"
@@ -410,5 +411,20 @@ func BenchmarkAnalyzeL(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(g.NumStates()), "ns/state")
 		})
+	}
+}
+
+// TestInfiniteHittingTimeReported: a policy that never reaches the leaves
+// (every branch entry turns straight back, c_1 = 0) has no finite hitting
+// time; the analysis says so instead of printing garbage.
+func TestInfiniteHittingTimeReported(t *testing.T) {
+	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
+	p := PolicyPretrained(g)
+	for _, b := range g.Branches {
+		setDesired(g, p, b.Entry(), 0)
+	}
+	_, err := NewAnalyzer(g).Analyze(p)
+	if err == nil || !strings.Contains(err.Error(), "never reached") {
+		t.Errorf("got %v, want an error saying the target is never reached", err)
 	}
 }
