@@ -53,21 +53,6 @@ func (sp *Sampler) Step(s int, u float64) int {
 	return sp.g.Next[hi-1]
 }
 
-// Rollout runs one rollout toward target t (1-based) and returns the number
-// of transitions taken and whether the target was hit within the horizon
-// (horizon <= 0: no limit).
-func (sp *Sampler) Rollout(t int, horizon int, rng *rand.Rand) (steps int, hit bool) {
-	s := 0
-	for horizon <= 0 || steps < horizon {
-		s = sp.Step(s, rng.Float64())
-		steps++
-		if sp.g.Hits(s, t) {
-			return steps, true
-		}
-	}
-	return steps, false
-}
-
 // MCResult summarises Monte Carlo rollouts.
 type MCResult struct {
 	N           int     `json:"mc_n"`
