@@ -22,10 +22,18 @@
 //     (optim.go, adam.go).
 //   - Step: one tape machine per graph running cost, gradient and update
 //     (step.go).
+//   - Transformer: one causal self-attention layer over the past tokens
+//     with the world model's mask on its logits, initialised exactly to a
+//     given bigram (one-hot embedding, W_O = 0, the bigram's logits in the
+//     unembedding), a fixed-shape training graph (Forward) and a plain-Go
+//     sampler with a key/value cache whose log-probabilities equal the
+//     graph's (transformer.go, attention.go, transformer_sampler.go). It is
+//     not yet wired into the trainers or the command.
 //
 // Every gradient of a loss comes from gorgonia's autodiff (G.Grad); the only
-// hand-written derivative is the backward of SegmentLogSoftmax, checked
-// against finite differences in the tests. Everything is float64.
+// hand-written derivatives are the backwards of SegmentLogSoftmax and of the
+// transformer's row gather, checked against finite differences in the tests.
+// Everything is float64.
 //
 // A typical policy-gradient step:
 //

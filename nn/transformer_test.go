@@ -1,0 +1,485 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// randomSupport returns a support over v tokens whose rows hold 1 to 4
+// distinct next tokens.
+func randomSupport(rng *rand.Rand, v int) Support {
+	s := Support{Offsets: []int{0}}
+	for x := 0; x < v; x++ {
+		k := 1 + rng.IntN(min(4, v))
+		s.Next = append(s.Next, rng.Perm(v)[:k]...)
+		s.Offsets = append(s.Offsets, len(s.Next))
+	}
+	return s
+}
+
+// randomWalk returns a sequence of n tokens following the support.
+func randomWalk(rng *rand.Rand, s Support, n int) []int {
+	seq := []int{rng.IntN(s.Rows())}
+	for len(seq) < n {
+		row := s.Row(seq[len(seq)-1])
+		seq = append(seq, row[rng.IntN(len(row))])
+	}
+	return seq
+}
+
+func randomVector(rng *rand.Rand, n int, scale float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = scale * rng.NormFloat64()
+	}
+	return out
+}
+
+// randomizeParams overwrites every parameter with N(0, scale^2) values.
+func randomizeParams(t *testing.T, tr *Transformer, rng *rand.Rand, scale float64) {
+	t.Helper()
+	vals := tr.ParamValues()
+	for i := range vals {
+		vals[i] = randomVector(rng, len(vals[i]), scale)
+	}
+	if err := tr.SetParamValues(vals); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// harness runs one TransformerBatch graph: log-probs, taken log-probs and,
+// when weights are given, the weighted loss and its gradients.
+type harness struct {
+	fw          *TransformerBatch
+	vm          G.VM
+	logp, taken G.Value
+	loss        G.Value
+	grads       []G.Value
+}
+
+func newHarness(t testing.TB, tr *Transformer, b, n int, weights []float64) *harness {
+	t.Helper()
+	fw, err := tr.Forward(b, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{fw: fw}
+	G.Read(fw.LogProbs(), &h.logp)
+	G.Read(fw.Taken(), &h.taken)
+	if weights != nil {
+		w := G.NewVector(tr.Graph(), G.Float64, G.WithShape(b*n), G.WithName("w"),
+			G.WithValue(tensor.New(tensor.WithShape(b*n), tensor.WithBacking(weights)))) // (N)
+		loss, err := fw.WeightedTakenLogLik(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		G.Read(loss, &h.loss)
+		grads, err := G.Grad(loss, tr.Learnables()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.grads = make([]G.Value, len(grads))
+		for i, g := range grads {
+			G.Read(g, &h.grads[i])
+		}
+	}
+	h.vm = G.NewTapeMachine(tr.Graph())
+	t.Cleanup(func() { h.vm.Close() })
+	return h
+}
+
+func (h *harness) run(t testing.TB, tokens [][]int) {
+	t.Helper()
+	if err := h.fw.Set(tokens); err != nil {
+		t.Fatal(err)
+	}
+	defer h.vm.Reset()
+	if err := h.vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logProbsAt returns the log-probs of the support row of position (b, t).
+func (h *harness) logProbsAt(b, t, rowLen int) []float64 {
+	_, n, r := h.fw.Shape()
+	p := b*n + t
+	return h.logp.Data().([]float64)[p*r : p*r+rowLen]
+}
+
+func closeTo(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
+
+func TestTransformerConfigValidate(t *testing.T) {
+	s := DenseSupport(4)
+	ok := DefaultTransformerConfig(s)
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("default config: got %v, want nil", err)
+	}
+	tests := []struct {
+		name string
+		edit func(*TransformerConfig)
+		want string
+	}{
+		{"vocab", func(c *TransformerConfig) { c.Vocab = 0 }, "vocab 0"},
+		{"support", func(c *TransformerConfig) { c.Support = DenseSupport(3) }, "support"},
+		{"heads", func(c *TransformerConfig) { c.Heads = 0 }, "heads 0"},
+		{"dim", func(c *TransformerConfig) { c.Heads = 3 }, "dim 4"},
+		{"context", func(c *TransformerConfig) { c.Context = 0 }, "context 0"},
+		{"positional", func(c *TransformerConfig) { c.Positional = "sine" }, `positional "sine"`},
+		{"layernorm", func(c *TransformerConfig) { c.LayerNorm = true }, "layer_norm"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok
+			tc.edit(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "nn: transformer: ") {
+				t.Errorf("got %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	c := ok
+	c.LayerNorm = true
+	if _, err := NewTransformerFromBigram(c, make([]float64, s.NNZ()), rng); err == nil {
+		t.Errorf("layer norm with exact init: got nil error, want one")
+	}
+	c = ok
+	c.Dim, c.Heads = 8, 1
+	if _, err := NewTransformerFromBigram(c, make([]float64, s.NNZ()), rng); err == nil {
+		t.Errorf("dim != vocab with exact init: got nil error, want one")
+	}
+}
+
+// At initialisation the transformer is the bigram: graph and sampler give
+// the bigram's row log-softmax on random prefixes.
+func TestTransformerInitEqualsBigram(t *testing.T) {
+	for _, pos := range []string{"none", "learned"} {
+		t.Run(pos, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			v := 12
+			s := randomSupport(rng, v)
+			logits := randomVector(rng, s.NNZ(), 3)
+			cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: 3, Positional: pos}
+			tr, err := NewTransformerFromBigram(cfg, logits, rng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := func(x int) []float64 {
+				row := append([]float64(nil), logits[s.Offsets[x]:s.Offsets[x+1]]...)
+				segmentLogSoftmaxForward(row, row, []int{0, len(row)}, nil)
+				return row
+			}
+			const b, n = 4, 7
+			h := newHarness(t, tr, b, n, nil)
+			for round := 0; round < 5; round++ {
+				seqs := make([][]int, b)
+				for i := range seqs {
+					seqs[i] = randomWalk(rng, s, 1+rng.IntN(n))
+				}
+				h.run(t, seqs)
+				entries := h.fw.SlotEntries()
+				_, _, r := h.fw.Shape()
+				for i, seq := range seqs {
+					smp := tr.Sampler()
+					for k, x := range seq {
+						w := want(x)
+						got := h.logProbsAt(i, k, len(w))
+						sp, err := smp.Push(x)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for j := range w {
+							if !closeTo(got[j], w[j], 1e-9) || !closeTo(sp[j], w[j], 1e-9) {
+								t.Fatalf("round %d seq %d pos %d entry %d: got graph %v, sampler %v, want %v", round, i, k, j, got[j], sp[j], w[j])
+							}
+						}
+						p := i*n + k
+						for j := len(w); j < r; j++ {
+							if lp := h.logp.Data().([]float64)[p*r+j]; math.Exp(lp) != 0 || entries[p*r+j] != -1 {
+								t.Fatalf("masked slot %d of pos %d: got prob %v entry %d, want 0 and -1", j, k, math.Exp(lp), entries[p*r+j])
+							}
+						}
+						if k+1 < len(seq) {
+							e := s.Entry(x, seq[k+1]) - s.Offsets[x]
+							if got := h.taken.Data().([]float64)[p]; got != h.logp.Data().([]float64)[p*r+e] {
+								t.Fatalf("taken at seq %d pos %d: got %v, want %v", i, k, got, h.logp.Data().([]float64)[p*r+e])
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// The autodiff gradient of a weighted sum of taken log-probs matches
+// central finite differences for every parameter, W_O away from zero.
+func TestTransformerGradientFiniteDifference(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		heads int
+		pos   string
+	}{{"2heads-learned", 2, "learned"}, {"1head-none", 1, "none"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 6))
+			v := 6
+			s := randomSupport(rng, v)
+			cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: tc.heads, Context: 2, Positional: tc.pos}
+			tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			randomizeParams(t, tr, rng, 0.7)
+			const b, n = 2, 4
+			seqs := [][]int{randomWalk(rng, s, n), randomWalk(rng, s, n-1)}
+			w := randomVector(rng, b*n, 1)
+			for i := range w {
+				if !(i%n+1 < len(seqs[i/n])) {
+					w[i] = 0
+				}
+			}
+			h := newHarness(t, tr, b, n, w)
+			h.run(t, seqs)
+			grads := make([][]float64, len(h.grads))
+			for i, g := range h.grads {
+				grads[i] = append([]float64(nil), g.Data().([]float64)...)
+			}
+			loss := func() float64 {
+				h.run(t, seqs)
+				return h.loss.Data().(float64)
+			}
+			for k, node := range tr.Learnables() {
+				if maxAbs(grads[k]) == 0 {
+					t.Errorf("d loss / d %s: got all zeros, want a gradient", node.Name())
+				}
+			}
+			const eps = 1e-5
+			for k, node := range tr.Learnables() {
+				data := node.Value().Data().([]float64)
+				for i := range data {
+					x := data[i]
+					data[i] = x + eps
+					up := loss()
+					data[i] = x - eps
+					down := loss()
+					data[i] = x
+					fd := (up - down) / (2 * eps)
+					if g := grads[k][i]; math.Abs(g-fd) > 1e-6*(math.Abs(g)+math.Abs(fd))+1e-9 {
+						t.Errorf("d loss / d %s[%d]: got autodiff %v, want finite difference %v", node.Name(), i, g, fd)
+					}
+				}
+			}
+		})
+	}
+}
+
+func maxAbs(x []float64) float64 {
+	m := 0.0
+	for _, v := range x {
+		m = max(m, math.Abs(v))
+	}
+	return m
+}
+
+// At the exact initialisation W_O = 0 cuts attention off, so W_Q, W_K and
+// W_V get no gradient, but W_O does: attention can start to learn.
+func TestTransformerInitGradientReachesWO(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	v := 8
+	s := randomSupport(rng, v)
+	cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: 3, Positional: "learned"}
+	tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const b, n = 2, 5
+	w := make([]float64, b*n)
+	for i := range w {
+		if i%n+1 < n {
+			w[i] = 1
+		}
+	}
+	h := newHarness(t, tr, b, n, w)
+	h.run(t, [][]int{randomWalk(rng, s, n), randomWalk(rng, s, n)})
+	for k, node := range tr.Learnables() {
+		g := maxAbs(h.grads[k].Data().([]float64))
+		switch node.Name() {
+		case "WQ", "WK", "WV":
+			if g != 0 {
+				t.Errorf("max |d loss / d %s|: got %v, want 0 while W_O = 0", node.Name(), g)
+			}
+		case "WO":
+			if g == 0 {
+				t.Errorf("max |d loss / d WO|: got 0, want > 0")
+			}
+		}
+	}
+}
+
+// With random parameters and sequences longer than the window, the
+// sampler's cached incremental log-probs equal the graph's.
+func TestTransformerSamplerMatchesGraph(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	v := 10
+	s := randomSupport(rng, v)
+	cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: 3, Positional: "learned"}
+	tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const b, n = 3, 9
+	h := newHarness(t, tr, b, n, nil)
+	for round := 0; round < 3; round++ {
+		randomizeParams(t, tr, rng, 0.8)
+		seqs := [][]int{randomWalk(rng, s, n), randomWalk(rng, s, 1+rng.IntN(n)), randomWalk(rng, s, n)}
+		h.run(t, seqs)
+		for i, seq := range seqs {
+			smp := tr.Sampler()
+			for k, x := range seq {
+				sp, err := smp.Push(x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := h.logProbsAt(i, k, len(sp))
+				for j := range sp {
+					if !closeTo(sp[j], got[j], 1e-9) {
+						t.Fatalf("round %d seq %d pos %d entry %d: got sampler %v, want graph %v", round, i, k, j, sp[j], got[j])
+					}
+				}
+			}
+		}
+	}
+}
+
+// Changing a later token leaves earlier positions unchanged; tokens older
+// than the window leave later positions unchanged, while tokens inside it
+// matter.
+func TestTransformerCausalAndWindow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	v, ctx := 6, 3
+	s := DenseSupport(v)
+	cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: ctx, Positional: "learned"}
+	tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomizeParams(t, tr, rng, 0.8)
+	const n, k = 8, 3 // sequences differ at positions <= k (window) or >= k (causal)
+	base := make([]int, n)
+	for i := range base {
+		base[i] = rng.IntN(v)
+	}
+	later, older := append([]int(nil), base...), append([]int(nil), base...)
+	for i := k; i < n; i++ {
+		later[i] = (base[i] + 1 + rng.IntN(v-1)) % v
+	}
+	for i := 0; i <= k; i++ {
+		older[i] = (base[i] + 1 + rng.IntN(v-1)) % v
+	}
+	h := newHarness(t, tr, 3, n, nil)
+	h.run(t, [][]int{base, later, older})
+	differs := false
+	for pos := 0; pos < n; pos++ {
+		want := h.logProbsAt(0, pos, v)
+		lat, old := h.logProbsAt(1, pos, v), h.logProbsAt(2, pos, v)
+		for j := range want {
+			if pos < k && !closeTo(lat[j], want[j], 1e-12) {
+				t.Errorf("causal: pos %d entry %d after changing tokens >= %d: got %v, want %v", pos, j, k, lat[j], want[j])
+			}
+			if pos >= k+ctx && !closeTo(old[j], want[j], 1e-12) {
+				t.Errorf("window: pos %d entry %d after changing tokens <= %d: got %v, want %v", pos, j, k, old[j], want[j])
+			}
+			if pos > k && pos < k+ctx && !closeTo(old[j], want[j], 1e-9) {
+				differs = true
+			}
+		}
+	}
+	if !differs {
+		t.Errorf("window: tokens inside the window changed nothing: want attention to matter")
+	}
+}
+
+// benchTransformer returns a transformer on a random support of v tokens
+// with random parameters.
+func benchTransformer(b *testing.B, v, ctx int) (*Transformer, Support, *rand.Rand) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	s := randomSupport(rng, v)
+	cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: ctx, Positional: "learned"}
+	tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
+	if err != nil {
+		b.Fatal(err)
+	}
+	vals := tr.ParamValues()
+	for i := range vals {
+		vals[i] = randomVector(rng, len(vals[i]), 0.3)
+	}
+	if err := tr.SetParamValues(vals); err != nil {
+		b.Fatal(err)
+	}
+	return tr, s, rng
+}
+
+// One forward+backward+SGD step, V = D = 32, 2 heads, window 8, B = 8
+// sequences of T = 16 tokens.
+func BenchmarkTransformerStep(b *testing.B) {
+	const batch, n = 8, 16
+	tr, s, rng := benchTransformer(b, 32, 8)
+	fw, err := tr.Forward(batch, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := G.NewVector(tr.Graph(), G.Float64, G.WithShape(batch*n), G.WithName("w"),
+		G.WithValue(tensor.New(tensor.WithShape(batch*n), tensor.WithBacking(make([]float64, batch*n))))) // (N)
+	ll, err := fw.WeightedTakenLogLik(w)
+	if err != nil {
+		b.Fatal(err)
+	}
+	step, err := NewStep(ll, tr.Learnables(), &SGDSolver{LR: 1e-4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer step.Close()
+	seqs := make([][]int, batch)
+	for i := range seqs {
+		seqs[i] = randomWalk(rng, s, n)
+	}
+	if err := fw.Set(seqs); err != nil {
+		b.Fatal(err)
+	}
+	weights := w.Value().Data().([]float64)
+	for i := range weights {
+		if i%n+1 < n {
+			weights[i] = -1.0 / float64(batch*(n-1))
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := step.Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Sampler throughput, V = D = 32, 2 heads, window 8, sequences of 64.
+func BenchmarkTransformerSampler(b *testing.B) {
+	tr, s, rng := benchTransformer(b, 32, 8)
+	smp := tr.Sampler()
+	x := rng.IntN(s.Rows())
+	for b.Loop() {
+		if smp.Len() == 64 {
+			smp.Reset()
+		}
+		if _, err := smp.Push(x); err != nil {
+			b.Fatal(err)
+		}
+		if x, _ = smp.Sample(rng); x < 0 {
+			b.Fatal("bad token")
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
