@@ -99,11 +99,7 @@ func (w *scratch) values(k blocks, target bool, out *[numCols][]float64, defOut 
 	}
 	w.ensure(G, maxMulti(b))
 	for g := G - 1; g >= 0; g-- {
-		m := b.M(g)
-		mp := 0
-		if g > 0 {
-			mp = b.M(g - 1)
-		}
+		m, mp := b.M(g), prevM(b, g)
 		y := grow(w.y[g], 2*m*R)
 		v := grow(w.v[g], 2*m*mp)
 		def := grow(w.def[g], m)
@@ -196,12 +192,8 @@ func (w *scratch) values(k blocks, target bool, out *[numCols][]float64, defOut 
 	}
 	// Root to leaf: z_g = Y_g + V_g b_{g-1}.
 	for g := range G {
-		m := b.M(g)
+		m, mp := b.M(g), prevM(b, g)
 		y, v := w.y[g], w.v[g]
-		mp := 0
-		if g > 0 {
-			mp = b.M(g - 1)
-		}
 		prev := 0 // first id of b_{g-1}: its states are contiguous
 		if g > 0 {
 			prev = b.Bwd(g-1, 0)
@@ -218,6 +210,14 @@ func (w *scratch) values(k blocks, target bool, out *[numCols][]float64, defOut 
 		}
 	}
 	return true
+}
+
+// prevM is the multiplicity of the group before g (0 before the first).
+func prevM(b tasks.Branch, g int) int {
+	if g == 0 {
+		return 0
+	}
+	return b.M(g - 1)
 }
 
 func maxMulti(b tasks.Branch) int {

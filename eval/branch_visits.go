@@ -17,11 +17,7 @@ func (w *scratch) visits(k blocks, target bool, def, out []float64) bool {
 	G := b.Groups()
 	w.ensure(G, maxMulti(b))
 	for g := G - 1; g >= 0; g-- {
-		m := b.M(g)
-		mp := 0
-		if g > 0 {
-			mp = b.M(g - 1)
-		}
+		m, mp := b.M(g), prevM(b, g)
 		y := grow(w.y[g], 2*m)
 		v := grow(w.v[g], 2*m*mp)
 		w.y[g], w.v[g] = y, v
@@ -112,11 +108,11 @@ func (w *scratch) visits(k blocks, target bool, def, out []float64) bool {
 		}
 	}
 	for g := range G {
-		m := b.M(g)
+		m, mp := b.M(g), prevM(b, g)
 		y, v := w.y[g], w.v[g]
-		mp, prev := 0, 0 // prev: first id of f_{g-1}
+		prev := 0 // first id of f_{g-1}
 		if g > 0 {
-			mp, prev = b.M(g-1), b.Fwd(g-1, 0)
+			prev = b.Fwd(g-1, 0)
 		}
 		for r := range 2 * m {
 			val := y[r]
