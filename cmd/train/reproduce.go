@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
 	"github.com/rlvr-backtrack/backtrack/checkpoints"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
@@ -93,11 +96,20 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	r := &reproducer{out: *out, quick: *quick, stdout: stdout}
 	var rows []result
 	start := time.Now()
+	var bar *progressbar.ProgressBar // over the whole suite, on a terminal
+	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = progressbar.NewOptions(len(names), progressbar.OptionSetWriter(stdout), progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish())
+	}
 	for _, e := range entries {
 		if !slices.Contains(names, e.name) {
 			continue
 		}
-		fmt.Fprintf(stdout, "[%d/%d] %s ...\n", len(rows)+1, len(names), e.name)
+		if bar != nil {
+			bar.Describe(e.name)
+		} else {
+			fmt.Fprintf(stdout, "[%d/%d] %s ...\n", len(rows)+1, len(names), e.name)
+		}
 		t := time.Now()
 		row := result{Entry: e.name, Claim: e.claim, Paper: e.paper, Agrees: "not run"}
 		if e.run == nil {
@@ -115,6 +127,9 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 		}
 		row.Seconds = time.Since(t).Seconds()
 		rows = append(rows, row)
+		if bar != nil {
+			bar.Add(1)
+		}
 		fmt.Fprintf(stdout, "[%d/%d] %s: %s (%s, %.1fs)\n", len(rows), len(names), e.name, row.Agrees, row.Measured, row.Seconds)
 	}
 	if err := writeResults(filepath.Join(*out, "results.md"), rows, *quick, time.Since(start)); err != nil {
