@@ -128,9 +128,12 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 		row.Seconds = time.Since(t).Seconds()
 		rows = append(rows, row)
 		if bar != nil {
-			bar.Add(1)
+			bar.Clear() // the entry's line goes above the bar
 		}
 		fmt.Fprintf(stdout, "[%d/%d] %s: %s (%s, %.1fs)\n", len(rows), len(names), e.name, row.Agrees, row.Measured, row.Seconds)
+		if bar != nil {
+			bar.Add(1)
+		}
 	}
 	if err := writeResults(filepath.Join(*out, "results.md"), rows, *quick, time.Since(start)); err != nil {
 		return err
