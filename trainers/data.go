@@ -112,13 +112,11 @@ func SampledTeacherPairs(g *tasks.Graph, teacher []float64, n int, rng *rand.Ran
 	return q, nil
 }
 
-// edge is the CSR index of transition s -> a (which must be valid).
+// edge is the CSR index of transition s -> a, which must be valid.
 func edge(g *tasks.Graph, s, a int) int {
-	row := g.Row(s)
-	for i, x := range row {
-		if x == a {
-			return g.Offsets[s] + i
-		}
+	e := support(g).Entry(s, a)
+	if e < 0 {
+		panic(fmt.Sprintf("trainers: %s -> %s is not a valid transition", g.Name(s), g.Name(a)))
 	}
-	panic(fmt.Sprintf("trainers: %s -> %s is not a valid transition", g.Name(s), g.Name(a)))
+	return e
 }

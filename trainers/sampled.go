@@ -227,7 +227,7 @@ func (t *Trainer) minibatches(b *eval.Batch, adv []float64, states []int32) []mi
 		for j := range out {
 			out[j].share = make([]float64, p)
 			for k, e := range t.model.TrainableEntries() {
-				out[j].share[k] = counts[j][rowOf(t.g, e)] / n[j]
+				out[j].share[k] = counts[j][support(t.g).RowOf(e)] / n[j]
 			}
 		}
 	}

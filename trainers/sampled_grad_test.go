@@ -24,7 +24,7 @@ func TestSampledGradientMatchesExact(t *testing.T) {
 	exact := make([]float64, len(g.Next))
 	a := tr.in.data()
 	for k, e := range tr.model.TrainableEntries() {
-		s := rowOf(g, e)
+		s := support(g).RowOf(e)
 		mean := 0.0
 		for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {
 			mean += 0 * float64(i)
@@ -63,7 +63,7 @@ func TestSampledGradientMatchesExact(t *testing.T) {
 		}
 		var dot, ne, nx float64
 		for e := range est {
-			if !g.Trained(rowOf(g, e)) {
+			if !g.Trained(support(g).RowOf(e)) {
 				continue
 			}
 			x := -beta * exact[e]

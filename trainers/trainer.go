@@ -107,12 +107,16 @@ func graphBigram(g *tasks.Graph, init []float64) (*nn.Bigram, error) {
 	for s := range frozen {
 		frozen[s] = !g.Trained(s)
 	}
-	cfg := nn.BigramConfig{Vocab: g.NumStates(), Support: nn.Support{Offsets: g.Offsets, Next: g.Next}, Frozen: frozen}
+	cfg := nn.BigramConfig{Vocab: g.NumStates(), Support: support(g), Frozen: frozen}
 	if init != nil && len(init) != len(g.Next) {
 		return nil, fmt.Errorf("trainers: initial logits: %d values for %d valid transitions", len(init), len(g.Next))
 	}
 	return nn.NewBigram(cfg, init)
 }
+
+// support is the graph's valid transitions as the model's support: its
+// entries are the graph's CSR entries.
+func support(g *tasks.Graph) nn.Support { return nn.Support{Offsets: g.Offsets, Next: g.Next} }
 
 // buildLoss adds the loss to the model's graph and compiles the step.
 func (t *Trainer) buildLoss() error {
@@ -274,7 +278,7 @@ func (t *Trainer) advantages() error {
 	g := t.g
 	k := 0
 	for k < len(entries) {
-		s := rowOf(g, entries[k])
+		s := support(g).RowOf(entries[k])
 		lo, hi := g.Offsets[s], g.Offsets[s+1]
 		mean, scale := 0.0, 0.0
 		for i := lo; i < hi; i++ {
@@ -291,18 +295,4 @@ func (t *Trainer) advantages() error {
 		}
 	}
 	return nil
-}
-
-// rowOf is the state whose CSR row holds entry e.
-func rowOf(g *tasks.Graph, e int) int {
-	lo, hi := 0, g.NumStates()
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		if g.Offsets[mid] <= e {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo
 }

@@ -97,7 +97,7 @@ func TestRLVRGradient(t *testing.T) {
 	probs := tr.model.Probs()
 	r, _ := eval.NewAnalyzer(g).Analyze(probs)
 	for k, e := range model.TrainableEntries() {
-		s := rowOf(g, e)
+		s := support(g).RowOf(e)
 		// Paper's form, from d_x and h_x directly.
 		paper := 0.0
 		for m := 1; m <= g.W(); m++ {
