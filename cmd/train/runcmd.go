@@ -40,15 +40,17 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlagSet("run")
 	var gf graphFlags
-	_, resume := runFlags(fs, &rc, &gf)
+	resume := runFlags(fs, &rc, &gf)
 	force := fs.Bool("force", false, "replace a run folder that holds another run")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *resume != "" {
 		other := ""
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name != "resume" && f.Name != "steps" {
+		fs.Visit(func(f *flag.Flag) { // lexical order: the message is deterministic
+			if other == "" && f.Name != "resume" && f.Name != "steps" {
 				other = f.Name
 			}
 		})
@@ -56,16 +58,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return usagef("run: -resume takes only -steps (a new step cap), not -%s: the run continues with the configuration in its checkpoint", other)
 		}
 		steps := 0
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "steps" {
-				steps = rc.Train.Steps
-			}
-		})
+		if set["steps"] {
+			steps = rc.Train.Steps
+		}
 		return resumeRun(*resume, steps, stdout, stderr)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if findFlag(args, "config") == "" && !set["optimizer"] && !set["lr"] {
+	if !set["config"] && !set["optimizer"] && !set["lr"] {
 		// Sampled RLVR's tuned optimiser unless one was asked for.
 		rc.Train = trainers.SampledDefaults(rc.Train, rc.Train.Trainer)
 	}

@@ -102,9 +102,9 @@ func decodeRunConfig(data []byte, rc *runConfig) error {
 
 // runFlags registers the flags of train run on fs with rc's values as
 // defaults, so flags the user sets override a -config file read into rc.
-func runFlags(fs *flag.FlagSet, rc *runConfig, gf *graphFlags) (configPath, resume *string) {
+func runFlags(fs *flag.FlagSet, rc *runConfig, gf *graphFlags) (resume *string) {
 	gf.register(fs, rc.Graph)
-	configPath = fs.String("config", "", "read the run configuration from this JSON file (same fields as config.json); flags override it")
+	fs.String("config", "", "read the run configuration from this JSON file (same fields as config.json); flags override it")
 	resume = fs.String("resume", "", "resume the run in this folder from its checkpoint (the configuration embedded in the checkpoint is used)")
 	fs.StringVar(&rc.Model, "model", rc.Model, "model: bigram")
 	fs.StringVar(&rc.Train.Trainer, "trainer", rc.Train.Trainer, "trainer: "+strings.Join(trainers.Names, ", "))
@@ -133,7 +133,7 @@ func runFlags(fs *flag.FlagSet, rc *runConfig, gf *graphFlags) (configPath, resu
 	fs.StringVar(&rc.Teacher, "teacher", rc.Teacher, "distill: rlvr-limit or a run folder whose checkpoint is the teacher")
 	fs.IntVar(&rc.CheckpointEvery, "checkpoint-every", rc.CheckpointEvery, "checkpoint every N steps (0: at the end and on interruption only)")
 	fs.StringVar(&rc.Out, "out", rc.Out, "run folder (default runs/<trainer>-<graph>-seed<seed>); a folder holding another run is refused unless -force")
-	return configPath, resume
+	return resume
 }
 
 // findFlag returns the value of -name in args without parsing the rest.
