@@ -14,9 +14,10 @@ import (
 // uniform target leaf, each step a draw from the current state's row, until
 // the verifier sees the target or the horizon runs out.
 type Sampler struct {
-	g   *tasks.Graph
-	cum []float64 // per-row cumulative probabilities, CSR order
-	tab *table    // compact copy for the batched samplers, built on first use
+	g     *tasks.Graph
+	probs []float64 // the policy (a copy), CSR order
+	cum   []float64 // per-row cumulative probabilities, CSR order
+	tab   *table    // compact copy for the batched samplers
 }
 
 // NewSampler checks the policy and prepares cumulative rows.
@@ -39,7 +40,7 @@ func NewSampler(g *tasks.Graph, probs []float64) (*Sampler, error) {
 			cum[i] = math.Inf(1)
 		}
 	}
-	return &Sampler{g: g, cum: cum}, nil
+	return &Sampler{g: g, probs: append([]float64(nil), probs...), cum: cum, tab: newTable(g, cum)}, nil
 }
 
 // Step returns the next state after s for a uniform variate u in [0, 1).
@@ -69,9 +70,6 @@ type MCResult struct {
 func (sp *Sampler) MonteCarlo(n, horizon int, seed uint64) (MCResult, error) {
 	if n < 2 {
 		return MCResult{}, fmt.Errorf("eval: mc=%d: want at least 2 rollouts", n)
-	}
-	if sp.tab == nil {
-		sp.tab = newTable(sp.g, sp.cum)
 	}
 	return monteCarlo(n, seed, sp.g.W(), func(target int, rng *rand.Rand, w *scratchRollout) (int, bool) {
 		var hit bool

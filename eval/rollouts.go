@@ -69,9 +69,6 @@ func (t *table) entry(s int32, u float64) int32 {
 // stops at its target or after horizon transitions (horizon <= 0: no limit;
 // then the policy must reach every target surely).
 func (sp *Sampler) Rollouts(n, horizon int, seed uint64) *Batch {
-	if sp.tab == nil {
-		sp.tab = newTable(sp.g, sp.cum)
-	}
 	W := sp.g.W()
 	parts := make([]struct {
 		entries []int32

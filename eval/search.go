@@ -32,30 +32,9 @@ func (sp *Sampler) SearchMonteCarlo(n, horizon int, seed uint64) (MCResult, erro
 	if n < 2 {
 		return MCResult{}, fmt.Errorf("eval: mc=%d: want at least 2 rollouts", n)
 	}
-	if sp.tab == nil {
-		sp.tab = newTable(sp.g, sp.cum)
-	}
-	probs := sp.probs()
 	return monteCarlo(n, seed, sp.g.W(), func(target int, rng *rand.Rand, w *scratchRollout) (int, bool) {
-		return sp.tab.search(probs, target, horizon, rng, w)
+		return sp.tab.search(sp.probs, target, horizon, rng, w)
 	}), nil
-}
-
-// probs recovers the transition probabilities from the cumulative rows.
-func (sp *Sampler) probs() []float64 {
-	p := make([]float64, len(sp.cum))
-	for s := range sp.g.States {
-		prev := 0.0
-		for e := sp.g.Offsets[s]; e < sp.g.Offsets[s+1]; e++ {
-			c := sp.cum[e]
-			if math.IsInf(c, 1) {
-				c = 1
-			}
-			p[e] = math.Max(c-prev, 0)
-			prev = c
-		}
-	}
-	return p
 }
 
 // search runs one search-agent rollout, marking used states in w.
