@@ -23,6 +23,21 @@ type Batch struct {
 // Len is the length (number of transitions) of rollout i.
 func (b *Batch) Len(i int) int { return b.Starts[i+1] - b.Starts[i] }
 
+// States returns the state each transition was taken from, token by
+// token, and the state each rollout ends in.
+func (b *Batch) States(g *tasks.Graph) (states, last []int32) {
+	states, last = make([]int32, len(b.Entries)), make([]int32, len(b.Targets))
+	for i := range b.Targets {
+		s := int32(0)
+		for tok := b.Starts[i]; tok < b.Starts[i+1]; tok++ {
+			states[tok] = s
+			s = int32(g.Next[b.Entries[tok]])
+		}
+		last[i] = s
+	}
+	return states, last
+}
+
 // Tokens is the total number of sampled transitions.
 func (b *Batch) Tokens() int { return len(b.Entries) }
 

@@ -128,16 +128,7 @@ func (t *Trainer) sampledStep() error {
 			hits++
 		}
 	}
-	states := make([]int32, len(b.Entries))
-	last := make([]int32, len(b.Targets)) // the state each rollout ends in
-	for i := range b.Targets {
-		st := int32(0)
-		for tok := b.Starts[i]; tok < b.Starts[i+1]; tok++ {
-			states[tok] = st
-			st = int32(t.g.Next[b.Entries[tok]])
-		}
-		last[i] = st
-	}
+	states, last := b.States(t.g)
 	var adv []float64
 	if s.critic != nil {
 		adv = s.critic.advantages(lens, b.Hit, states, last, b.Targets, cfg.Beta)

@@ -39,14 +39,7 @@ func TestSampledGradientMatchesExact(t *testing.T) {
 	for i := range lens {
 		lens[i] = b.Len(i)
 	}
-	states := make([]int32, len(b.Entries))
-	for i := range b.Targets {
-		s := int32(0)
-		for tok := b.Starts[i]; tok < b.Starts[i+1]; tok++ {
-			states[tok] = s
-			s = int32(g.Next[b.Entries[tok]])
-		}
-	}
+	states, _ := b.States(g)
 	for _, baseline := range []string{"state-target", "state", "batch"} {
 		adv := tokenAdvantages(lens, b.Hit, states, g.NumStates(), b.Targets, g.W(), beta, baseline, false)
 		est := make([]float64, len(g.Next))
