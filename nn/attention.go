@@ -18,9 +18,11 @@ import (
 const maskLogit = -1e9
 
 // causalAttention builds multi-head causal self-attention over windows of
-// ctx positions for b sequences of t positions laid out row after row in
-// h0 (b*t, D): position i attends to positions j with i-ctx < j <= i of its
-// own sequence. It returns the output projection (b*t, D) of the
+// ctx positions for b sequences of t slots laid out row after row in h0
+// (b*t, D): position i attends to positions j with i-ctx < j <= i of its
+// own sequence. With prompt, slot 0 of each row is the prompt, which every
+// slot attends to and which attends only to itself; the window counts the
+// other slots only. It returns the output projection (b*t, D) of the
 // concatenated heads.
 //
 // Heads are cut out of the (b*t, D) projections by constant 0/1 selection
@@ -28,7 +30,7 @@ const maskLogit = -1e9
 // strided views enter the graph. The attention softmax is the exponential
 // of SegmentLogSoftmax over rows of t scores, the masked scores having
 // maskLogit added: stable per row and exactly 0 off the window.
-func causalAttention(h0, wq, wk, wv, wo *G.Node, b, t, heads, ctx int) (*G.Node, error) {
+func causalAttention(h0, wq, wk, wv, wo *G.Node, b, t, heads, ctx int, prompt bool) (*G.Node, error) {
 	g := h0.Graph()
 	n, d := b*t, h0.Shape()[1]
 	dh := d / heads
@@ -45,7 +47,7 @@ func causalAttention(h0, wq, wk, wv, wo *G.Node, b, t, heads, ctx int) (*G.Node,
 		return nil, err
 	}
 	mask := G.NewTensor(g, G.Float64, 3, G.WithShape(b, t, t), G.WithName("attn_mask"),
-		G.WithValue(attentionMask(b, t, ctx))) // (B, T, T)
+		G.WithValue(attentionMask(b, t, ctx, prompt))) // (B, T, T)
 	scale := G.NewConstant(1/math.Sqrt(float64(dh)), G.WithName("attn_scale")) // ()
 	offsets := uniformOffsets(b*t, t)
 	var cat *G.Node // (N, D): the heads side by side
@@ -127,15 +129,20 @@ func causalAttention(h0, wq, wk, wv, wo *G.Node, b, t, heads, ctx int) (*G.Node,
 }
 
 // attentionMask returns the (b, t, t) additive mask: 0 where query i may
-// see key j (i-ctx < j <= i), maskLogit elsewhere. Every row keeps its
-// diagonal.
-func attentionMask(b, t, ctx int) *tensor.Dense {
+// see key j (i-ctx < j <= i), maskLogit elsewhere. With prompt, slot 0 is
+// the prompt: query 0 sees only key 0, and every query sees key 0 besides
+// its window. Every row keeps its diagonal.
+func attentionMask(b, t, ctx int, prompt bool) *tensor.Dense {
 	m := make([]float64, b*t*t)
 	for s := 0; s < b; s++ {
 		for i := 0; i < t; i++ {
 			row := m[(s*t+i)*t : (s*t+i+1)*t]
 			for j := range row {
-				if j > i || j <= i-ctx {
+				sees := j <= i && j > i-ctx
+				if prompt {
+					sees = j == 0 || (i > 0 && j <= i && j > i-ctx)
+				}
+				if !sees {
 					row[j] = maskLogit
 				}
 			}
@@ -177,8 +184,9 @@ var (
 )
 
 // gather returns x's entries (x a vector) or rows (x a matrix) picked by
-// the Int index vector idx (n): out[i] = x[idx[i]]. Its backward
-// scatter-adds the incoming gradient, so repeated indices accumulate.
+// the Int index vector idx (n): out[i] = x[idx[i]], or zero where idx[i] =
+// -1 (no gradient flows there). Its backward scatter-adds the incoming
+// gradient, so repeated indices accumulate.
 // It is used instead of G.ByIndices because its backward is a plain
 // scatter-add checked here by finite differences (through the transformer);
 // G.ByIndices's backward (tensor's SelectByIndicesB) was not checked.
@@ -240,8 +248,11 @@ func (op *gatherOp) Do(vals ...G.Value) (G.Value, error) {
 	w, m := op.width(), op.in[0]
 	out := make([]float64, op.n*w)
 	for i, j := range idx {
-		if j < 0 || j >= m {
-			return nil, fmt.Errorf("nn: gather: index %d is %d: want in [0, %d)", i, j, m)
+		if j < -1 || j >= m {
+			return nil, fmt.Errorf("nn: gather: index %d is %d: want in [0, %d) or -1", i, j, m)
+		}
+		if j == -1 {
+			continue
 		}
 		copy(out[i*w:(i+1)*w], x[j*w:(j+1)*w])
 	}
@@ -300,8 +311,11 @@ func (op *scatterAddOp) Do(vals ...G.Value) (G.Value, error) {
 	m := op.fwd.in[0]
 	out := make([]float64, op.fwd.in.TotalSize())
 	for i, j := range idx {
-		if j < 0 || j >= m {
-			return nil, fmt.Errorf("nn: gather backward: index %d is %d: want in [0, %d)", i, j, m)
+		if j < -1 || j >= m {
+			return nil, fmt.Errorf("nn: gather backward: index %d is %d: want in [0, %d) or -1", i, j, m)
+		}
+		if j == -1 {
+			continue
 		}
 		dst, src := out[j*w:(j+1)*w], g[i*w:(i+1)*w]
 		for c, v := range src {

@@ -405,11 +405,11 @@ func TestTransformerCausalAndWindow(t *testing.T) {
 }
 
 // benchTransformer returns a transformer on a random support of v tokens
-// with random parameters.
-func benchTransformer(b *testing.B, v, ctx int) (*Transformer, Support, *rand.Rand) {
+// with random parameters, with or without a prompt.
+func benchTransformer(b *testing.B, v, ctx int, prompt bool) (*Transformer, Support, *rand.Rand) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	s := randomSupport(rng, v)
-	cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: ctx, Positional: "learned"}
+	cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: ctx, Positional: "learned", Prompt: prompt}
 	tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
 	if err != nil {
 		b.Fatal(err)
@@ -428,7 +428,7 @@ func benchTransformer(b *testing.B, v, ctx int) (*Transformer, Support, *rand.Ra
 // sequences of T = 16 tokens.
 func BenchmarkTransformerStep(b *testing.B) {
 	const batch, n = 8, 16
-	tr, s, rng := benchTransformer(b, 32, 8)
+	tr, s, rng := benchTransformer(b, 32, 8, false)
 	fw, err := tr.Forward(batch, n)
 	if err != nil {
 		b.Fatal(err)
@@ -467,7 +467,7 @@ func BenchmarkTransformerStep(b *testing.B) {
 
 // Sampler throughput, V = D = 32, 2 heads, window 8, sequences of 64.
 func BenchmarkTransformerSampler(b *testing.B) {
-	tr, s, rng := benchTransformer(b, 32, 8)
+	tr, s, rng := benchTransformer(b, 32, 8, false)
 	smp := tr.Sampler()
 	x := rng.IntN(s.Rows())
 	for b.Loop() {
