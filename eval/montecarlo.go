@@ -108,6 +108,13 @@ func monteCarlo(n int, seed uint64, w int, f rolloutFunc) MCResult {
 		}()
 	}
 	wg.Wait()
+	return summarize(lens, hits)
+}
+
+// summarize is the Monte Carlo summary of rollouts of the given lengths,
+// hitting or not.
+func summarize(lens []int, hits []bool) MCResult {
+	n := len(lens)
 	var sum, sumSq, all float64
 	nh := 0
 	for i, l := range lens {

@@ -20,7 +20,8 @@ type Step struct {
 	vm         G.VM
 	solver     G.Solver
 	learnables []G.ValueGrad
-	cost       G.Value // filled by the read node at each run
+	cost       G.Value     // filled by the read node at each run
+	acc        [][]float64 // gradients summed by Accumulate, per learnable
 }
 
 // NewStep adds the gradient of cost with respect to learnables to the
@@ -74,6 +75,65 @@ func (s *Step) Run() (cost float64, err error) {
 		return 0, fmt.Errorf("nn: step: update: %w", err)
 	}
 	return cost, nil
+}
+
+// Accumulate evaluates the cost and its gradient, adds the gradient to a
+// sum kept by the Step and leaves the learnables unchanged; Apply then
+// updates them from the sum. A loss too large for one graph (many windows
+// of a long batch) is the sum of the losses of several fills of the same
+// graph, and so is its gradient. It refuses NaN or infinite costs and
+// gradients as Run does.
+func (s *Step) Accumulate() (cost float64, err error) {
+	defer recoverGraph("step", &err)
+	defer s.vm.Reset()
+	if err := s.vm.RunAll(); err != nil {
+		return 0, fmt.Errorf("nn: step: run: %w", err)
+	}
+	if cost, err = scalarFloat64(s.cost); err != nil {
+		return 0, fmt.Errorf("nn: step: cost: %w", err)
+	}
+	if math.IsNaN(cost) || math.IsInf(cost, 0) {
+		return cost, fmt.Errorf("nn: step: loss is %v; nothing accumulated", cost)
+	}
+	if err := s.checkGradients(); err != nil {
+		return cost, err
+	}
+	if s.acc == nil {
+		s.acc = make([][]float64, len(s.learnables))
+	}
+	for i, vg := range s.learnables {
+		gr, _ := vg.Grad() // checked above
+		data := gr.Data().([]float64)
+		if s.acc[i] == nil {
+			s.acc[i] = make([]float64, len(data))
+		}
+		for j, g := range data {
+			s.acc[i][j] += g
+		}
+		clear(data) // gorgonia may add the next run's gradient to it
+	}
+	return cost, nil
+}
+
+// Apply updates the learnables from the gradients summed by Accumulate
+// since the last Apply, and empties the sum.
+func (s *Step) Apply() (err error) {
+	defer recoverGraph("step", &err)
+	if s.acc == nil {
+		return fmt.Errorf("nn: step: apply before any accumulate")
+	}
+	for i, vg := range s.learnables {
+		gr, err := vg.Grad()
+		if err != nil {
+			return fmt.Errorf("nn: step: gradient: %w", err)
+		}
+		copy(gr.Data().([]float64), s.acc[i])
+		clear(s.acc[i])
+	}
+	if err := s.solver.Step(s.learnables); err != nil {
+		return fmt.Errorf("nn: step: update: %w", err)
+	}
+	return nil
 }
 
 // checkGradients refuses a NaN or infinite gradient before any solver sees

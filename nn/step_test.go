@@ -203,3 +203,61 @@ func Example() {
 	// Output:
 	// [0.75 0.25 1.00 0.25 0.75]
 }
+
+// TestAccumulateSumsGradients: accumulating the losses with constants c1
+// and c2 and applying once moves the parameters exactly as one Run with
+// c1 + c2 (the loss is linear in the constants), and leaves them unchanged
+// until Apply.
+func TestAccumulateSumsGradients(t *testing.T) {
+	c1 := []float64{1, -2, 3, 0.5, 5, -6, 7, 8, 0, 10, 1}
+	c2 := []float64{0.5, 2, -1, 4, 0, 6, -3, 1, 9, 2, 2}
+	sum := make([]float64, len(c1))
+	for i := range sum {
+		sum[i] = c1[i] + c2[i]
+	}
+	build := func() (*Bigram, *G.Node, *Step) {
+		b, err := NewBigram(BigramConfig{Vocab: 5, Support: testSupport}, testLogits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := G.NewVector(b.Graph(), G.Float64, G.WithShape(b.NumParams()), G.WithName("c")) // (P)
+		cost, err := b.ExpectedCost(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		step, err := NewStep(cost, b.Learnables(), &SGDSolver{LR: 0.3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { step.Close() })
+		return b, c, step
+	}
+	one, oneC, oneStep := build()
+	two, c, step := build()
+	if err := step.Apply(); err == nil {
+		t.Error("apply before accumulate: got no error")
+	}
+	for round := 0; round < 2; round++ { // twice: Apply must empty the sum
+		for _, cv := range [][]float64{c1, c2} {
+			if err := G.Let(c, vec(cv)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := step.Accumulate(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if round == 0 && !reflect.DeepEqual(two.Logits(), testLogits) {
+			t.Fatalf("logits changed before Apply")
+		}
+		if err := step.Apply(); err != nil {
+			t.Fatal(err)
+		}
+		if err := G.Let(oneC, vec(sum)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := oneStep.Run(); err != nil {
+			t.Fatal(err)
+		}
+		checkClose(t, "accumulated update", two.Logits(), one.Logits(), 1e-14, 1)
+	}
+}

@@ -1,0 +1,191 @@
+package eval
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/rlvr-backtrack/backtrack/tasks"
+)
+
+// Agent is a policy sampled one transition at a time that may depend on
+// the whole rollout so far, and on the target if it is told it (a model
+// with a target prompt): the transformer is one. It is the Monte Carlo
+// counterpart of a Markov policy's transition table, for policies the
+// exact analysis cannot handle. An Agent is used by one goroutine.
+type Agent interface {
+	// Start begins a rollout from s0 -> f toward target (1..W).
+	Start(target int) error
+	// Next returns the CSR entry of the transition taken from state s, the
+	// rollout's current state, and its log-probability under the agent.
+	Next(s int, rng *rand.Rand) (entry int, logp float64, err error)
+}
+
+// AgentBatch is a Batch of agent rollouts with each transition's
+// log-probability under the agent when it was sampled.
+type AgentBatch struct {
+	Batch
+	LogProbs []float64 // one per entry of Entries
+}
+
+// AgentRollouts draws n rollouts of agents made by newAgent (one per
+// worker), rollout i with a uniform target and its own random stream
+// seeded by (seed, i), so the batch does not depend on the number of
+// cores. A rollout stops at its target or after horizon transitions
+// (horizon must be >= 1: an agent may never reach its target).
+func AgentRollouts(g *tasks.Graph, newAgent func() (Agent, error), n, horizon int, seed uint64) (*AgentBatch, error) {
+	if n < 1 || horizon < 1 {
+		return nil, fmt.Errorf("eval: agent rollouts: n %d, horizon %d: want both >= 1", n, horizon)
+	}
+	type part struct {
+		entries []int32
+		logp    []float64
+	}
+	parts := make([]part, n)
+	b := &AgentBatch{Batch: Batch{Targets: make([]int, n), Starts: make([]int, n+1), Hit: make([]bool, n)}}
+	err := eachWorker(n, newAgent, func(i int, a Agent) error {
+		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		b.Targets[i] = 1 + rng.IntN(g.W())
+		var err error
+		parts[i].entries, parts[i].logp, b.Hit[i], err = agentRollout(g, a, b.Targets[i], horizon, rng, nil, nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, p := range parts {
+		total += len(p.entries)
+	}
+	b.Entries, b.LogProbs = make([]int32, 0, total), make([]float64, 0, total)
+	for i, p := range parts {
+		b.Starts[i] = len(b.Entries)
+		b.Entries = append(b.Entries, p.entries...)
+		b.LogProbs = append(b.LogProbs, p.logp...)
+	}
+	b.Starts[n] = len(b.Entries)
+	return b, nil
+}
+
+// AgentMonteCarlo runs n seeded agent rollouts with uniform targets and
+// horizon >= 1, as Sampler.MonteCarlo does for a Markov policy.
+func AgentMonteCarlo(g *tasks.Graph, newAgent func() (Agent, error), n, horizon int, seed uint64) (MCResult, error) {
+	if n < 2 {
+		return MCResult{}, fmt.Errorf("eval: mc=%d: want at least 2 rollouts", n)
+	}
+	if horizon < 1 {
+		return MCResult{}, fmt.Errorf("eval: agent monte carlo: horizon %d: want >= 1", horizon)
+	}
+	lens, hits := make([]int, n), make([]bool, n)
+	err := eachWorker(n, newAgent, func(i int, a Agent) error {
+		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		entries, _, hit, err := agentRollout(g, a, 1+rng.IntN(g.W()), horizon, rng, nil, nil)
+		lens[i], hits[i] = len(entries), hit
+		return err
+	})
+	if err != nil {
+		return MCResult{}, err
+	}
+	return summarize(lens, hits), nil
+}
+
+// eachWorker calls f(i, agent) for i in [0, n), spread over the cores with
+// one agent per worker, and returns the first error.
+func eachWorker(n int, newAgent func() (Agent, error), f func(i int, a Agent) error) error {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := newAgent()
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			for i := w; i < n && errs[w] == nil; i += workers {
+				errs[w] = f(i, a)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return fmt.Errorf("eval: agent: %w", err)
+		}
+	}
+	return nil
+}
+
+// agentRollout runs one rollout of a toward target, appending the entries
+// taken and their log-probabilities to the buffers.
+func agentRollout(g *tasks.Graph, a Agent, target, horizon int, rng *rand.Rand, entries []int32, logp []float64) ([]int32, []float64, bool, error) {
+	if err := a.Start(target); err != nil {
+		return entries, logp, false, err
+	}
+	s := 0
+	for len(entries) < horizon {
+		e, lp, err := a.Next(s, rng)
+		if err != nil {
+			return entries, logp, false, err
+		}
+		if e < g.Offsets[s] || e >= g.Offsets[s+1] {
+			return entries, logp, false, fmt.Errorf("entry %d is not a transition from %s", e, g.Name(s))
+		}
+		if math.IsNaN(lp) || lp > 0 {
+			return entries, logp, false, fmt.Errorf("log-probability %v of %s -> %s: want <= 0", lp, g.Name(s), g.Name(g.Next[e]))
+		}
+		entries, logp = append(entries, int32(e)), append(logp, lp)
+		s = g.Next[e]
+		if g.Hits(s, target) {
+			return entries, logp, true, nil
+		}
+	}
+	return entries, logp, false, nil
+}
+
+// MarkovAgent samples a Markov policy (a transition table in CSR order) as
+// an Agent: for tests and for comparing agents with the exact analysis.
+type MarkovAgent struct {
+	g     *tasks.Graph
+	probs []float64
+}
+
+// NewMarkovAgent checks the policy and returns its agent.
+func NewMarkovAgent(g *tasks.Graph, probs []float64) (*MarkovAgent, error) {
+	if err := CheckPolicy(g, probs); err != nil {
+		return nil, err
+	}
+	return &MarkovAgent{g: g, probs: probs}, nil
+}
+
+// Start does nothing: the policy does not depend on the target.
+func (m *MarkovAgent) Start(int) error { return nil }
+
+// Next draws from state s's row.
+func (m *MarkovAgent) Next(s int, rng *rand.Rand) (int, float64, error) {
+	e := DrawEntry(m.probs, m.g.Offsets[s], m.g.Offsets[s+1], rng.Float64())
+	return e, math.Log(m.probs[e]), nil
+}
+
+// DrawEntry returns the entry of the row probs[lo:hi] drawn with the
+// uniform variate u: the first whose cumulative probability exceeds u,
+// never one of probability 0 (rounding falls back to the last entry with
+// mass).
+func DrawEntry(probs []float64, lo, hi int, u float64) int {
+	last := lo
+	for i := lo; i < hi; i++ {
+		if probs[i] == 0 {
+			continue
+		}
+		if u < probs[i] {
+			return i
+		}
+		u -= probs[i]
+		last = i
+	}
+	return last
+}
