@@ -10,9 +10,14 @@ import (
 // TransformerSampler computes a Transformer's next-token log-probabilities
 // in plain Go for one growing sequence, with a cache of the keys and values
 // of the last Context tokens (and, with Prompt, of the prompt, kept for the
-// whole sequence): each Push costs O(D^2 + Context*D + R*D) (projections,
-// attention, the R logits of the current row), independent of the sequence
-// length, and builds no graph.
+// whole sequence). It builds no graph.
+//
+// The first layer is linear in h0 = E[x] + P[p], so the sampler keeps,
+// filled lazily, the products of each token's and each position's
+// embedding with W_Q, W_K and, head by head, W_V W_O: a token's query, key
+// and output value are then sums of two cached rows, and each Push costs
+// O(Context*D + R*D) (attention over the window and the R logits of the
+// current row) once the rows it needs are cached, instead of O(D^2).
 //
 // It holds a copy of the parameters taken by Transformer.Sampler, so it is
 // unaffected by later updates (take a new one after a step) and safe to use
@@ -26,42 +31,74 @@ type TransformerSampler struct {
 	wq, wk  []float64 // (D, D)
 	wv, wo  []float64 // (D, D)
 	unemb   []float64 // (D, V)
+	tok, at rows      // per token, per position: h0 part times W_Q, W_K, W_V W_O
 	keys    []float64 // (C, D) ring: the n-th token pushed in slot n mod C
-	vals    []float64 // (C, D) ring
+	vals    []float64 // (C, H*D) ring: per head, the value already through W_O
 	pkey    []float64 // (D) key of the prompt
-	pval    []float64 // (D) value of the prompt
+	pval    []float64 // (H*D) value of the prompt through W_O
 	prompt  bool      // pkey and pval hold the current sequence's prompt
 	start   int       // absolute position of the first token pushed
 	n       int       // tokens pushed
 	last    int       // last token pushed
-	h0, q   []float64 // (D) scratch
-	cat, h  []float64 // (D) scratch
+	q, h    []float64 // (D) scratch
+	tmp     []float64 // (D) scratch
 	scores  []float64 // (C+1) scratch
 	logp    []float64 // (R) log-probs over Row(last)
 	lse     []float64 // (1) scratch for segmentLogSoftmaxForward
 	offsets []int     // {0, len(row)}
 }
 
+// rows caches, for each of n inputs (tokens or positions), the input's
+// embedding row times W_Q (D), W_K (D) and, per head h, W_V[:, head h]
+// W_O[head h, :] (H*D), computed on first use.
+type rows struct {
+	q, k, vo []float64
+	done     []bool
+}
+
+func newRows(n, d, heads int) rows {
+	return rows{q: make([]float64, n*d), k: make([]float64, n*d), vo: make([]float64, n*heads*d), done: make([]bool, n)}
+}
+
 // Sampler returns a sampler holding a copy of the current parameters. With
 // Prompt, start each sequence with ResetPrompt or ResetAt.
 func (tr *Transformer) Sampler() *TransformerSampler {
 	cfg := tr.cfg
-	v, d, c := cfg.Vocab, cfg.Dim, cfg.Context
-	s := &TransformerSampler{cfg: cfg, v: v, d: d, heads: cfg.Heads,
+	v, d, c, hd := cfg.Vocab, cfg.Dim, cfg.Context, cfg.Heads
+	s := &TransformerSampler{cfg: cfg, v: v, d: d, heads: hd,
 		emb: cloneValue(tr.emb.Value().Data()), wq: cloneValue(tr.wq.Value().Data()),
 		wk: cloneValue(tr.wk.Value().Data()), wv: cloneValue(tr.wv.Value().Data()),
 		wo: cloneValue(tr.wo.Value().Data()), unemb: cloneValue(tr.unemb.Value().Data()),
-		keys: make([]float64, c*d), vals: make([]float64, c*d), pkey: make([]float64, d), pval: make([]float64, d),
-		h0: make([]float64, d), q: make([]float64, d), cat: make([]float64, d), h: make([]float64, d),
+		tok: newRows(v, d, hd), keys: make([]float64, c*d), vals: make([]float64, c*hd*d),
+		pkey: make([]float64, d), pval: make([]float64, hd*d),
+		q: make([]float64, d), h: make([]float64, d), tmp: make([]float64, d),
 		scores: make([]float64, c+1), logp: make([]float64, 0, cfg.maxRow()), lse: make([]float64, 1),
 		offsets: make([]int, 2)}
 	if tr.pos != nil {
 		s.pos = cloneValue(tr.pos.Value().Data())
+		s.at = newRows(c, d, hd)
 	}
 	return s
 }
 
 func cloneValue(data any) []float64 { return slices.Clone(data.([]float64)) }
+
+// fill computes row i of r from the embedding row e.
+func (s *TransformerSampler) fill(r rows, i int, e []float64) {
+	if r.done[i] {
+		return
+	}
+	d := s.d
+	vecMat(r.q[i*d:(i+1)*d], e, s.wq)
+	vecMat(r.k[i*d:(i+1)*d], e, s.wk)
+	vecMat(s.tmp, e, s.wv)
+	dh := d / s.heads
+	for hd := 0; hd < s.heads; hd++ {
+		lo, hi := hd*dh, (hd+1)*dh
+		vecMat(r.vo[(i*s.heads+hd)*d:(i*s.heads+hd+1)*d], s.tmp[lo:hi], s.wo[lo*d:hi*d])
+	}
+	r.done[i] = true
+}
 
 // Reset empties the sequence: the next Push is at position 0, without a
 // prompt (with Prompt, Push then fails until ResetPrompt or ResetAt).
@@ -86,9 +123,10 @@ func (s *TransformerSampler) ResetAt(start, prompt int) error {
 	if prompt < 0 || prompt >= s.v {
 		return fmt.Errorf("nn: transformer sampler: prompt %d: want in [0, %d)", prompt, s.v)
 	}
-	e := s.emb[prompt*s.d : (prompt+1)*s.d] // no positional embedding
-	vecMat(s.pkey, e, s.wk)
-	vecMat(s.pval, e, s.wv)
+	d, hd := s.d, s.heads
+	s.fill(s.tok, prompt, s.emb[prompt*d:(prompt+1)*d]) // no positional embedding
+	copy(s.pkey, s.tok.k[prompt*d:(prompt+1)*d])
+	copy(s.pval, s.tok.vo[prompt*hd*d:(prompt+1)*hd*d])
 	s.prompt = true
 	return nil
 }
@@ -111,49 +149,55 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 	if s.n > 0 && s.cfg.Support.Entry(s.last, x) < 0 {
 		return nil, fmt.Errorf("nn: transformer sampler: transition %d -> %d: not in the support", s.last, x)
 	}
-	d, c := s.d, s.cfg.Context
+	d, c, hd := s.d, s.cfg.Context, s.heads
 	slot := s.n % c
-	copy(s.h0, s.emb[x*d:(x+1)*d])
+	s.fill(s.tok, x, s.emb[x*d:(x+1)*d])
+	copy(s.h, s.emb[x*d:(x+1)*d]) // the residual stream starts at h0
+	copy(s.q, s.tok.q[x*d:(x+1)*d])
+	key := s.keys[slot*d : (slot+1)*d]
+	copy(key, s.tok.k[x*d:(x+1)*d])
+	val := s.vals[slot*hd*d : (slot+1)*hd*d]
+	copy(val, s.tok.vo[x*hd*d:(x+1)*hd*d])
 	if s.pos != nil {
 		ps := (s.start + s.n) % c
-		for i, p := range s.pos[ps*d : (ps+1)*d] {
-			s.h0[i] += p
-		}
+		s.fill(s.at, ps, s.pos[ps*d:(ps+1)*d])
+		addTo(s.h, s.pos[ps*d:(ps+1)*d])
+		addTo(s.q, s.at.q[ps*d:(ps+1)*d])
+		addTo(key, s.at.k[ps*d:(ps+1)*d])
+		addTo(val, s.at.vo[ps*hd*d:(ps+1)*hd*d])
 	}
-	vecMat(s.q, s.h0, s.wq)
-	vecMat(s.keys[slot*d:(slot+1)*d], s.h0, s.wk)
-	vecMat(s.vals[slot*d:(slot+1)*d], s.h0, s.wv)
 
 	// Attention over the prompt, when there is one, and positions first..n
 	// (at most Context of them), head by head: score i < lead is the
-	// prompt's.
+	// prompt's. Values are already through W_O, so each head adds its
+	// weighted values to the residual stream directly.
 	first := max(0, s.n-c+1)
 	nk := s.n - first + 1
 	lead := 0
 	if s.prompt {
 		lead = 1
 	}
-	key := func(i int) []float64 {
+	keyOf := func(i int) []float64 {
 		if i < lead {
 			return s.pkey
 		}
 		return s.keys[((first+i-lead)%c)*d:]
 	}
-	val := func(i int) []float64 {
+	valOf := func(i, h int) []float64 {
 		if i < lead {
-			return s.pval
+			return s.pval[h*d : (h+1)*d]
 		}
-		return s.vals[((first+i-lead)%c)*d:]
+		sl := (first + i - lead) % c
+		return s.vals[(sl*hd+h)*d : (sl*hd+h+1)*d]
 	}
-	dh := d / s.heads
+	dh := d / hd
 	scale := 1 / math.Sqrt(float64(dh))
-	clear(s.cat)
-	for hd := 0; hd < s.heads; hd++ {
-		lo, hi := hd*dh, (hd+1)*dh
+	for h := 0; h < hd; h++ {
+		lo, hi := h*dh, (h+1)*dh
 		sc := s.scores[:lead+nk]
 		m := math.Inf(-1)
 		for i := range sc {
-			k := key(i)
+			k := keyOf(i)
 			dot := 0.0
 			for j := lo; j < hi; j++ {
 				dot += s.q[j] * k[j]
@@ -166,18 +210,12 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 			sc[i] = math.Exp(v - m)
 			sum += sc[i]
 		}
-		out := s.cat[lo:hi]
 		for i, a := range sc {
-			vv := val(i)
 			a /= sum
-			for j := range out {
-				out[j] += a * vv[lo+j]
+			for j, v := range valOf(i, h) {
+				s.h[j] += a * v
 			}
 		}
-	}
-	vecMat(s.h, s.cat, s.wo)
-	for i, v := range s.h0 {
-		s.h[i] += v
 	}
 
 	row := s.cfg.Support.Row(x)
@@ -194,6 +232,13 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 	s.n++
 	s.last = x
 	return s.logp, nil
+}
+
+// addTo adds x to dst element by element.
+func addTo(dst, x []float64) {
+	for i, v := range x {
+		dst[i] += v
+	}
 }
 
 // Sample draws the next token from the distribution the last Push
