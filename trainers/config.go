@@ -99,6 +99,18 @@ func SampledDefaults(c Config, trainer string) Config {
 	return c
 }
 
+// TransformerRLVRDefaults is SampledDefaults for the transformer learner:
+// Adam at lr 0.003 (0.01 and above diverge: every weight matrix moves by
+// about lr per step, and together they move the logits far more than the
+// bigram's own lr would) and 64 rollouts per step, tuned at W=K=3, L=2.
+func TransformerRLVRDefaults(c Config, trainer string) Config {
+	c = SampledDefaults(c, trainer)
+	if trainer == "ppo" || trainer == "reinforce" {
+		c.Optim.LR, c.Rollouts = 0.003, 64
+	}
+	return c
+}
+
 // Validate checks every field; errors name the field and what is allowed.
 func (c Config) Validate() error {
 	if !slices.Contains(Names, c.Trainer) {

@@ -12,8 +12,13 @@ import (
 type Row struct {
 	Step int `json:"step"`
 	// HittingTime is the exact H_f of the current policy (NaN for pretrain,
-	// whose dense policy still puts mass on invalid transitions).
-	HittingTime float64 `json:"hitting_time"`
+	// whose dense policy still puts mass on invalid transitions), or for a
+	// transformer a Monte Carlo estimate with its 95% confidence
+	// half-width HittingTimeCI95 and the share of rollouts that hit
+	// within the evaluation horizon, MCSuccessRate (both 0 when exact).
+	HittingTime     float64 `json:"hitting_time"`
+	HittingTimeCI95 float64 `json:"hitting_time_ci95"`
+	MCSuccessRate   float64 `json:"mc_success_rate"`
 	// Objective is J = 1 - H_f for rlvr-exact (beta = 1), the cross-entropy
 	// loss for the other trainers.
 	Objective float64 `json:"objective"`
@@ -42,6 +47,9 @@ func (t *Trainer) measure() (Row, error) {
 	if t.cfg.Trainer == "pretrain" {
 		row.InvalidMass, row.BoundRatio = 0, 0
 		return t.measurePretrain(row), nil
+	}
+	if t.tf != nil {
+		return t.measureTransformer()
 	}
 	probs := t.model.Probs()
 	res, err := t.an.Analyze(probs)
@@ -72,7 +80,7 @@ func (t *Trainer) measure() (Row, error) {
 // fillABCD adds a_j..d_j per depth and their means to a row about to be
 // written (the policy measured last).
 func (t *Trainer) fillABCD(row *Row) {
-	if t.cfg.Trainer == "pretrain" || t.probs == nil {
+	if t.cfg.Trainer == "pretrain" || t.tf != nil || t.probs == nil {
 		return
 	}
 	row.Depths = depthMeans(eval.ABCDTable(t.g, t.probs))

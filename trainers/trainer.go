@@ -25,6 +25,7 @@ type Trainer struct {
 	step   *nn.Step
 	in     vec // (P) loss constants: pair weights or RLVR advantages
 	smp    *sampled
+	tf     *learner // the transformer, when it is the model (transformer.go)
 	an     *eval.Analyzer
 	pairs  []float64 // cross-entropy pair weights, one per support entry
 	limit  float64   // hitting time the run converges to (0: none)
@@ -147,7 +148,7 @@ func (t *Trainer) buildLoss() error {
 	return err
 }
 
-// Model is the policy being trained.
+// Model is the bigram being trained (nil when the model is a transformer).
 func (t *Trainer) Model() *nn.Bigram { return t.model }
 
 // Graph is the world graph.
@@ -241,6 +242,12 @@ func (t *Trainer) converged(r Row) bool {
 func (t *Trainer) Step() error {
 	if t.cfg.LRDecay == "linear" { // a function of the step alone: resumes exactly
 		t.solver.SetLR(t.cfg.Optim.LR * (1 - float64(t.done)/float64(t.cfg.Steps)))
+	}
+	switch {
+	case t.tf != nil && (t.cfg.Trainer == "reinforce" || t.cfg.Trainer == "ppo"):
+		return t.transformerSampledStep()
+	case t.tf != nil:
+		return t.transformerCEStep()
 	}
 	switch t.cfg.Trainer {
 	case "reinforce", "ppo":

@@ -40,7 +40,11 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlagSet("run")
 	var gf graphFlags
-	resume := runFlags(fs, &rc, &gf)
+	tf := trainers.DefaultTransformerOptions()
+	if rc.Transformer != nil {
+		tf = *rc.Transformer
+	}
+	resume := runFlags(fs, &rc, &gf, &tf)
 	force := fs.Bool("force", false, "replace a run folder that holds another run")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
@@ -72,6 +76,15 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	rc.Graph = g
+	if rc.Model == "transformer" {
+		rc.Transformer = &tf
+	} else {
+		for _, name := range transformerFlags {
+			if set[name] {
+				return usagef("run: -%s configures the transformer: add -model transformer", name)
+			}
+		}
+	}
 	if err := rc.validate(); err != nil {
 		return err
 	}
@@ -141,7 +154,20 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, force bool, stdout, stderr 
 			return summary{}, err
 		}
 	}
-	tr, err := trainers.New(rc.Train, g, nil, teacher)
+	var init []float64
+	if rc.Init != "" {
+		var probs []float64
+		if _, probs, err = bigramFromRun(rc.Init, g); err != nil {
+			return summary{}, usagef("run: -init %s: %v", rc.Init, err)
+		}
+		init = logitsOf(probs)
+	}
+	var tr *trainers.Trainer
+	if rc.Model == "transformer" {
+		tr, err = trainers.NewTransformer(rc.Train, *rc.Transformer, g, init, teacher)
+	} else {
+		tr, err = trainers.New(rc.Train, g, init, teacher)
+	}
 	if err != nil {
 		return summary{}, usagef("run: %v", err) // the configuration cannot be trained
 	}
@@ -214,7 +240,7 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, force bool, stdout, stderr 
 		return summary{}, err
 	}
 	sum := summary{
-		Stalled: stalled, Trainer: rc.Train.Trainer, Graph: g.Config.Name(),
+		Stalled: stalled, Model: rc.Model, Trainer: rc.Train.Trainer, Graph: g.Config.Name(),
 		InitialHittingTime: finite(out.initialHitting), FinalHittingTime: finite(last.HittingTime),
 		LimitHittingTime: finite(tr.Limit()), Steps: tr.Steps(), WallSeconds: wall(), Theory: eval.Predict(g),
 		Converged: tr.Converged(last),
@@ -222,6 +248,8 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, force bool, stdout, stderr 
 	if rc.Train.Trainer == "pretrain" {
 		sum.LimitHittingTime = nil
 		sum.InvalidMass, sum.BoundRatio = finite(last.InvalidMass), finite(out.maxColumn("bound_ratio"))
+	} else if rc.Model == "transformer" {
+		sum.FinalCI95, sum.FinalSuccessRate = finite(last.HittingTimeCI95), &last.MCSuccessRate
 	} else {
 		sum.FinalABCD = &[4]float64{last.A, last.B, last.C, last.D}
 	}

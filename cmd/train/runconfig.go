@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/tasks"
@@ -16,8 +17,13 @@ import (
 // runConfig is everything a training run needs; it is what -config reads,
 // what config.json holds and what every checkpoint embeds.
 type runConfig struct {
-	Graph tasks.Config    `json:"graph"`
-	Model string          `json:"model"` // bigram
+	Graph tasks.Config `json:"graph"`
+	Model string       `json:"model"` // bigram or transformer
+	// Transformer configures -model transformer (defaults filled in).
+	Transformer *trainers.TransformerOptions `json:"transformer,omitempty"`
+	// Init is a run folder whose bigram checkpoint is the starting policy
+	// (e.g. an SFT-trained bigram); empty: the pretrained world model.
+	Init  string          `json:"init,omitempty"`
 	Train trainers.Config `json:"train"`
 	// Teacher (distill) is "rlvr-limit" or a run folder whose checkpoint is
 	// the teacher.
@@ -37,11 +43,31 @@ func (rc *runConfig) validate() error {
 	if err := rc.Graph.Validate(); err != nil {
 		return usagef("run: %v", strings.TrimPrefix(err.Error(), "tasks: "))
 	}
-	if rc.Model != "bigram" {
-		return usagef("run: model %q: want bigram", rc.Model)
-	}
 	if err := rc.Train.Validate(); err != nil {
 		return usagef("run: %v", err)
+	}
+	switch rc.Model {
+	case "bigram":
+		if rc.Transformer != nil {
+			return usagef("run: transformer options given for model bigram: use -model transformer")
+		}
+	case "transformer":
+		if rc.Transformer == nil {
+			o := trainers.DefaultTransformerOptions()
+			rc.Transformer = &o
+		}
+		if err := rc.Transformer.Validate(); err != nil {
+			return usagef("run: %v", err)
+		}
+		if !slices.Contains(trainers.TransformerTrainers, rc.Train.Trainer) {
+			return usagef("run: model transformer trains with %s, not %s (the exact trainers need a Markov policy; the transformer starts from a bigram)",
+				strings.Join(trainers.TransformerTrainers, ", "), rc.Train.Trainer)
+		}
+	default:
+		return usagef("run: model %q: want bigram or transformer", rc.Model)
+	}
+	if rc.Init != "" && rc.Train.Trainer == "pretrain" {
+		return usagef("run: -init %s: pretraining starts from zero logits", rc.Init)
 	}
 	if rc.CheckpointEvery < 0 {
 		return usagef("run: checkpoint_every %d: want >= 0 (0: only at the end)", rc.CheckpointEvery)
@@ -65,6 +91,12 @@ func defaultName(rc runConfig) string {
 		shape = "branches-" + strings.NewReplacer(";", "_", ",", ".").Replace(tasks.FormatBranches(rc.Graph.Branches))
 	}
 	name := rc.Train.Trainer
+	if rc.Model == "transformer" {
+		name = "transformer-" + name
+		if rc.Transformer != nil && rc.Transformer.Prompt {
+			name += "-prompt"
+		}
+	}
 	if rc.Train.SupervisedBackward > 0 {
 		name += fmt.Sprintf("-p%g", rc.Train.SupervisedBackward)
 	}
@@ -102,11 +134,19 @@ func decodeRunConfig(data []byte, rc *runConfig) error {
 
 // runFlags registers the flags of train run on fs with rc's values as
 // defaults, so flags the user sets override a -config file read into rc.
-func runFlags(fs *flag.FlagSet, rc *runConfig, gf *graphFlags) (resume *string) {
+func runFlags(fs *flag.FlagSet, rc *runConfig, gf *graphFlags, tf *trainers.TransformerOptions) (resume *string) {
 	gf.register(fs, rc.Graph)
 	fs.String("config", "", "read the run configuration from this JSON file (same fields as config.json); flags override it")
 	resume = fs.String("resume", "", "resume the run in this folder from its checkpoint (the configuration embedded in the checkpoint is used)")
-	fs.StringVar(&rc.Model, "model", rc.Model, "model: bigram")
+	fs.StringVar(&rc.Model, "model", rc.Model, "model: bigram or transformer (initialised to the starting bigram; trainers sft, distill, reinforce, ppo)")
+	fs.StringVar(&rc.Init, "init", rc.Init, "start from the bigram checkpointed in this run folder (e.g. an sft run) instead of the pretrained world model")
+	fs.IntVar(&tf.Heads, "heads", tf.Heads, "transformer: attention heads")
+	fs.IntVar(&tf.Context, "context", tf.Context, "transformer: attention window in tokens")
+	fs.StringVar(&tf.Positional, "positional", tf.Positional, "transformer: learned or none")
+	fs.BoolVar(&tf.Prompt, "prompt", tf.Prompt, "transformer: put the target's token before s0 -> f, visible to every position")
+	fs.IntVar(&tf.Stride, "stride", tf.Stride, "transformer: trained positions per training window")
+	fs.IntVar(&tf.Windows, "windows", tf.Windows, "transformer: windows per fill of the graph")
+	fs.IntVar(&tf.EvalRollouts, "eval-rollouts", tf.EvalRollouts, "transformer: Monte Carlo rollouts behind each metrics row's hitting time")
 	fs.StringVar(&rc.Train.Trainer, "trainer", rc.Train.Trainer, "trainer: "+strings.Join(trainers.Names, ", "))
 	fs.StringVar(&rc.Train.Optim.Name, "optimizer", rc.Train.Optim.Name, "optimizer: sign (the paper's), sgd or adam")
 	fs.Float64Var(&rc.Train.Optim.LR, "lr", rc.Train.Optim.LR, "learning rate")
@@ -135,6 +175,9 @@ func runFlags(fs *flag.FlagSet, rc *runConfig, gf *graphFlags) (resume *string) 
 	fs.StringVar(&rc.Out, "out", rc.Out, "run folder (default runs/<trainer>-<graph>-seed<seed>); a folder holding another run is refused unless -force")
 	return resume
 }
+
+// transformerFlags are the flags that configure -model transformer.
+var transformerFlags = []string{"heads", "context", "positional", "prompt", "stride", "windows", "eval-rollouts"}
 
 // findFlag returns the value of -name in args without parsing the rest.
 func findFlag(args []string, name string) string {

@@ -24,19 +24,25 @@ import (
 // Hitting times are null for pretraining, whose dense policy still puts mass
 // on invalid transitions; it reports Theorem 1's quantities instead.
 type summary struct {
-	Trainer            string           `json:"trainer"`
-	Graph              string           `json:"graph"`
-	InitialHittingTime *float64         `json:"initial_hitting_time"`
-	FinalHittingTime   *float64         `json:"final_hitting_time"`
-	LimitHittingTime   *float64         `json:"limit_hitting_time"`
-	InvalidMass        *float64         `json:"final_invalid_mass,omitempty"`
-	BoundRatio         *float64         `json:"max_bound_ratio,omitempty"`
-	Converged          bool             `json:"converged"`
-	Stalled            bool             `json:"stalled"` // stopped for lack of progress (patience)
-	Steps              int              `json:"steps"`
-	WallSeconds        float64          `json:"wall_seconds"`
-	FinalABCD          *[4]float64      `json:"final_mean_abcd"`
-	Theory             eval.Predictions `json:"theory"`
+	Model              string   `json:"model"`
+	Trainer            string   `json:"trainer"`
+	Graph              string   `json:"graph"`
+	InitialHittingTime *float64 `json:"initial_hitting_time"`
+	FinalHittingTime   *float64 `json:"final_hitting_time"`
+	// A transformer's hitting times are Monte Carlo estimates: the final
+	// one's 95% half-width and the share of evaluation rollouts that hit
+	// (below 1, the estimate is a lower bound and has no interval).
+	FinalCI95        *float64         `json:"final_hitting_time_ci95,omitempty"`
+	FinalSuccessRate *float64         `json:"final_mc_success_rate,omitempty"`
+	LimitHittingTime *float64         `json:"limit_hitting_time"`
+	InvalidMass      *float64         `json:"final_invalid_mass,omitempty"`
+	BoundRatio       *float64         `json:"max_bound_ratio,omitempty"`
+	Converged        bool             `json:"converged"`
+	Stalled          bool             `json:"stalled"` // stopped for lack of progress (patience)
+	Steps            int              `json:"steps"`
+	WallSeconds      float64          `json:"wall_seconds"`
+	FinalABCD        *[4]float64      `json:"final_mean_abcd"`
+	Theory           eval.Predictions `json:"theory"`
 }
 
 // runDir writes a run folder: config.json, metrics.csv, abcd.csv, the
@@ -50,7 +56,7 @@ type runDir struct {
 }
 
 const (
-	metricsHeader = "step,hitting_time,objective,a,b,c,d,invalid_mass,bound_ratio,tokens,rollouts,success_rate,mean_length,approx_kl,clip_frac"
+	metricsHeader = "step,hitting_time,objective,a,b,c,d,invalid_mass,bound_ratio,tokens,rollouts,success_rate,mean_length,approx_kl,clip_frac,hitting_time_ci95,mc_success_rate"
 	abcdHeader    = "step,depth,a,b,c,d"
 )
 
@@ -157,8 +163,12 @@ func (r *runDir) write(row trainers.Row) error {
 		b := row.Batch
 		sampled = []string{strconv.Itoa(row.Tokens), strconv.Itoa(row.Rollouts), f64(b.SuccessRate), f64(b.MeanLength), f64(b.ApproxKL), f64(b.ClipFrac)}
 	}
-	fmt.Fprintf(r.mw, "%d,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", row.Step, f64(row.HittingTime), f64(row.Objective),
-		f64(row.A), f64(row.B), f64(row.C), f64(row.D), f64(row.InvalidMass), f64(row.BoundRatio), strings.Join(sampled, ","))
+	mc := []string{"", ""} // hitting_time_ci95, mc_success_rate: Monte Carlo rows only
+	if row.MCSuccessRate > 0 {
+		mc = []string{f64(row.HittingTimeCI95), f64(row.MCSuccessRate)}
+	}
+	fmt.Fprintf(r.mw, "%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", row.Step, f64(row.HittingTime), f64(row.Objective),
+		f64(row.A), f64(row.B), f64(row.C), f64(row.D), f64(row.InvalidMass), f64(row.BoundRatio), strings.Join(sampled, ","), strings.Join(mc, ","))
 	for _, d := range row.Depths {
 		fmt.Fprintf(r.aw, "%d,%d,%s,%s,%s,%s\n", row.Step, d.Depth, f64(d.A), f64(d.B), f64(d.C), f64(d.D))
 	}
@@ -210,18 +220,31 @@ func saveCheckpoint(path string, cfgJSON []byte, st trainers.State, wall float64
 	for k, v := range st.Counters {
 		meta[k] = v
 	}
+	kind, params := "bigram", checkpoints.Tensor{Name: "logits", Data: st.Logits}
+	if st.Params != nil {
+		kind, params = "transformer", checkpoints.Tensor{Name: "params", Data: st.Params}
+	}
 	return checkpoints.Save(path, &checkpoints.Checkpoint{
-		Kind: "bigram", Config: cfgJSON, Step: st.Step, RNG: st.RNG, Meta: meta,
-		Tensors: []checkpoints.Tensor{{Name: "logits", Data: st.Logits}, {Name: "optimizer", Data: st.Optim}, {Name: "critic", Data: st.Critic}},
+		Kind: kind, Config: cfgJSON, Step: st.Step, RNG: st.RNG, Meta: meta,
+		Tensors: []checkpoints.Tensor{params, {Name: "optimizer", Data: st.Optim}, {Name: "critic", Data: st.Critic}},
 	})
 }
 
 // restore loads a checkpoint into a trainer built from the same config.
 func restore(tr *trainers.Trainer, ck *checkpoints.Checkpoint, cfgJSON []byte) error {
-	if ck.Kind != "bigram" {
-		return usagef("run: checkpoint is a %s model, this run trains a bigram", ck.Kind)
+	kind, name, n := "bigram", "logits", 0
+	if tf := tr.Transformer(); tf != nil {
+		kind, name = "transformer", "params"
+		for _, p := range tf.Learnables() {
+			n += p.Shape().TotalSize()
+		}
+	} else {
+		n = len(tr.Model().Logits())
 	}
-	logits, err := ck.Tensor("logits", len(tr.Model().Logits()))
+	if ck.Kind != kind {
+		return usagef("run: checkpoint is a %s model, this run trains a %s", ck.Kind, kind)
+	}
+	params, err := ck.Tensor(name, n)
 	if err != nil {
 		return usagef("run: %v", err)
 	}
@@ -239,10 +262,29 @@ func restore(tr *trainers.Trainer, ck *checkpoints.Checkpoint, cfgJSON []byte) e
 			counters[k] = v
 		}
 	}
-	if err := tr.Restore(trainers.State{Step: ck.Step, Logits: logits, Optim: opt, RNG: ck.RNG, Counters: counters, Critic: critic}); err != nil {
+	st := trainers.State{Step: ck.Step, Logits: params}
+	if kind == "transformer" {
+		st.Logits, st.Params = nil, params
+	}
+	st.Optim, st.RNG, st.Counters, st.Critic = opt, ck.RNG, counters, critic
+	if err := tr.Restore(st); err != nil {
 		return usagef("run: checkpoint: %v", err)
 	}
 	return nil
+}
+
+// logitsOf returns logits whose softmax is the transition table probs (CSR
+// order): log-probabilities, with impossible transitions at a logit far
+// below the rest (their probability underflows to 0).
+func logitsOf(probs []float64) []float64 {
+	out := make([]float64, len(probs))
+	for i, p := range probs {
+		out[i] = math.Log(p)
+		if p == 0 {
+			out[i] = -1e3
+		}
+	}
+	return out
 }
 
 // loadTeacher returns the distillation teacher's transition table:
@@ -332,7 +374,11 @@ func printSummary(w io.Writer, rc runConfig, s summary) {
 		fmt.Fprintf(w, "  largest ratio to Theorem 1's bound   %.3g (<= 1 when the bound holds; sgd)\n", val(s.BoundRatio))
 		return
 	}
-	fmt.Fprintf(w, "\n%s on graph %s, %d steps in %.2fs -> %s\n", s.Trainer, s.Graph, s.Steps, s.WallSeconds, rc.Out)
+	model := ""
+	if s.Model == "transformer" {
+		model = " (transformer; Monte Carlo hitting times)"
+	}
+	fmt.Fprintf(w, "\n%s on graph %s%s, %d steps in %.2fs -> %s\n", s.Trainer, s.Graph, model, s.Steps, s.WallSeconds, rc.Out)
 	fmt.Fprintf(w, "  %-28s %14s   %s\n", "", "measured", "theory")
 	th := "-"
 	if s.Theory.H0 > 0 {
@@ -346,8 +392,16 @@ func printSummary(w io.Writer, rc runConfig, s summary) {
 			lim = num(l) + " (SFT limit)"
 		}
 	}
-	fmt.Fprintf(w, "  %-28s %14s   %s\n", "final hitting time", num(val(s.FinalHittingTime)), lim)
-	fmt.Fprintf(w, "  %-28s %14s\n", "final mean a, b, c, d", fmt.Sprintf("%.4f %.4f %.4f %.4f", s.FinalABCD[0], s.FinalABCD[1], s.FinalABCD[2], s.FinalABCD[3]))
+	final := num(val(s.FinalHittingTime))
+	if s.FinalCI95 != nil {
+		final += " ± " + num(*s.FinalCI95)
+	} else if s.FinalSuccessRate != nil {
+		final = fmt.Sprintf(">= %s (%.1f%% hit)", final, 100*(*s.FinalSuccessRate))
+	}
+	fmt.Fprintf(w, "  %-28s %14s   %s\n", "final hitting time", final, lim)
+	if a := s.FinalABCD; a != nil {
+		fmt.Fprintf(w, "  %-28s %14s\n", "final mean a, b, c, d", fmt.Sprintf("%.4f %.4f %.4f %.4f", a[0], a[1], a[2], a[3]))
+	}
 }
 
 // maxColumn is the largest value of a metrics.csv column over the whole run

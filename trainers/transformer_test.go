@@ -1,0 +1,272 @@
+package trainers
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/tasks"
+)
+
+func newTransformer(t testing.TB, cfg Config, opts TransformerOptions, g *tasks.Graph, init []float64) *Trainer {
+	t.Helper()
+	tr, err := NewTransformer(cfg, opts, g, init, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
+// TestTransformerStartsAtBigram: at step 0 the transformer's Monte Carlo
+// hitting time agrees with the exact hitting time of the bigram it was
+// initialised from (within 4 standard errors), with and without a prompt,
+// from the pretrained world model and from random logits.
+func TestTransformerStartsAtBigram(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	rng := rand.New(rand.NewPCG(3, 4))
+	random := make([]float64, len(g.Next))
+	for s := range g.States {
+		for i := g.Offsets[s]; i < g.Offsets[s+1] && g.Trained(s); i++ { // fixed rows stay uniform
+			random[i] = rng.NormFloat64()
+		}
+	}
+	for _, init := range [][]float64{nil, random} {
+		bg, err := graphBigram(g, init)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exact, err := eval.NewAnalyzer(g).Analyze(bg.Probs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, prompt := range []bool{false, true} {
+			opts := DefaultTransformerOptions()
+			opts.Prompt, opts.EvalRollouts = prompt, 5000
+			cfg := SampledDefaults(DefaultConfig(), "ppo")
+			row, err := newTransformer(t, cfg, opts, g, init).measure()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if se := row.HittingTimeCI95 / 1.96; math.Abs(row.HittingTime-exact.HittingTime) > 4*se || row.MCSuccessRate != 1 {
+				t.Errorf("random init %v, prompt %v: Monte Carlo %.4g ± %.2g (success %v), bigram's exact %.6g",
+					init != nil, prompt, row.HittingTime, row.HittingTimeCI95, row.MCSuccessRate, exact.HittingTime)
+			}
+		}
+	}
+}
+
+// TestTransformerWindowsGradient is a known answer for the windows: from
+// the bigram initialisation (E = I, P = 0, W_O = 0, so the logits of
+// token x are U[x] exactly) one SGD step on sum_items w_i log pi(a_i|x_i)
+// moves U[x][a] by -lr sum over x's trained items of w_i (1{a = a_i} -
+// pi(a|x)), however the sequences are cut into windows and filled.
+func TestTransformerWindowsGradient(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
+	for _, prompt := range []bool{false, true} {
+		cfg := DefaultConfig()
+		cfg.Trainer, cfg.Optim = "sft", nn.OptimConfig{Name: "sgd", LR: 0.5}
+		opts := TransformerOptions{Heads: 1, Context: 3, Positional: "learned", Prompt: prompt, Stride: 5, Windows: 4, EvalRollouts: 2}
+		tr := newTransformer(t, cfg, opts, g, nil)
+		b, err := eval.AgentRollouts(g, tr.tf.newAgent(g), 9, 60, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs := sequences(g, &b.Batch)
+		lens := make([]int, len(seqs))
+		for i, s := range seqs {
+			lens[i] = len(s)
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		w := make([]float64, b.Tokens())
+		for i := range w {
+			w[i] = rng.NormFloat64()
+		}
+		probs := tr.tf.ref
+		want := make([]float64, len(g.Next)) // expected change of U at each transition
+		for i, seq := range seqs {
+			for p := 0; p+1 < len(seq); p++ {
+				s, e := seq[p], int(b.Entries[b.Starts[i]+p])
+				if !g.Trained(s) {
+					continue
+				}
+				for k := g.Offsets[s]; k < g.Offsets[s+1]; k++ {
+					ind := 0.0
+					if k == e {
+						ind = 1
+					}
+					want[k] -= cfg.Optim.LR * w[b.Starts[i]+p] * (ind - probs[k])
+				}
+			}
+		}
+		before := uOf(tr, g)
+		if _, err := tr.pass(seqs, b.Targets, b.Starts, cutWindows(lens, opts.Stride, opts.Context), func(pos, item int) {
+			tr.tf.w.data()[pos] = w[item]
+		}); err != nil {
+			t.Fatal(err)
+		}
+		after := uOf(tr, g)
+		for k := range want {
+			if got := after[k] - before[k]; math.Abs(got-want[k]) > 1e-12 {
+				t.Fatalf("prompt %v: %s -> %s: U moved by %.15g, want %.15g", prompt, g.Name(support(g).RowOf(k)), g.Name(g.Next[k]), got, want[k])
+			}
+		}
+	}
+}
+
+// uOf reads U[x][a] at each valid transition x -> a.
+func uOf(tr *Trainer, g *tasks.Graph) []float64 {
+	ls := tr.tf.tr.Learnables()
+	u := ls[len(ls)-1].Value().Data().([]float64)
+	v := ls[len(ls)-1].Shape()[1]
+	out := make([]float64, len(g.Next))
+	for x := range g.States {
+		for k := g.Offsets[x]; k < g.Offsets[x+1]; k++ {
+			out[k] = u[x*v+g.Next[k]]
+		}
+	}
+	return out
+}
+
+// TestTransformerResume: a transformer run stopped, snapshotted and
+// restored into a new trainer continues exactly as the uninterrupted run
+// (ppo with a KL term and entropy bonus, reinforce, sft, distill from
+// fixed traces).
+func TestTransformerResume(t *testing.T) {
+	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
+	teacher := eval.PolicyRLVRLimit(g)
+	for _, name := range []string{"ppo", "reinforce", "sft", "distill"} {
+		cfg := SampledDefaults(DefaultConfig(), name)
+		cfg.Rollouts, cfg.Steps, cfg.Until, cfg.LogEvery = 8, 6, 0, 2
+		if name == "ppo" {
+			cfg.KLCoef, cfg.EntropyCoef = 0.1, 0.01
+		}
+		if name == "sft" || name == "distill" {
+			cfg.Optim = nn.OptimConfig{Name: "adam", LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+		}
+		if name == "distill" {
+			cfg.DistillTraces = 20
+		}
+		opts := DefaultTransformerOptions()
+		opts.EvalRollouts, opts.Prompt = 50, name == "ppo"
+		build := func() *Trainer {
+			tr, err := NewTransformer(cfg, opts, g, nil, teacher)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tr.Close() })
+			return tr
+		}
+		var rows []Row
+		full := build()
+		if _, err := full.Run(context.Background(), Hooks{Row: func(r Row) error { rows = append(rows, r); return nil }}); err != nil {
+			t.Fatal(err)
+		}
+		first := build()
+		for range 3 {
+			if _, err := first.measure(); err != nil {
+				t.Fatal(err)
+			}
+			if err := first.Step(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := first.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		second := build()
+		if err := second.Restore(st); err != nil {
+			t.Fatal(err)
+		}
+		var resumed []Row
+		if _, err := second.Run(context.Background(), Hooks{Row: func(r Row) error { resumed = append(resumed, r); return nil }}); err != nil {
+			t.Fatal(err)
+		}
+		want := rows[len(rows)-len(resumed):]
+		if !reflect.DeepEqual(fmtRows(resumed), fmtRows(want)) {
+			t.Errorf("%s: resumed rows %v, uninterrupted %v", name, fmtRows(resumed), fmtRows(want))
+		}
+		a, b := full.tf.tr.ParamValues(), second.tf.tr.ParamValues()
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: parameters differ after resume", name)
+		}
+	}
+}
+
+// fmtRows prints rows exactly (NaN-safe comparison).
+func fmtRows(rows []Row) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, fmt.Sprintf("%d %v %v %v %v %+v", r.Step, r.HittingTime, r.HittingTimeCI95, r.Objective, r.Tokens, r.Batch))
+	}
+	return out
+}
+
+// TestTransformerRLVR is the acceptance run of the transformer figure: PPO
+// from the pretrained bigram at W=K=3, L=2 brings the transformer's Monte
+// Carlo hitting time to at most the bigram's converged value plus the
+// estimate's confidence interval.
+func TestTransformerRLVR(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about two minutes")
+	}
+	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
+	cfg := TransformerRLVRDefaults(DefaultConfig(), "ppo")
+	cfg.Steps, cfg.Until = 400, 0.02
+	tr := newTransformer(t, cfg, DefaultTransformerOptions(), g, nil)
+	start := time.Now()
+	last, err := tr.Run(context.Background(), Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last.MCSuccessRate != 1 || last.HittingTime > tr.Limit()+last.HittingTimeCI95 {
+		t.Errorf("final hitting time %.4g ± %.2g (success %v), bigram's converged value %v", last.HittingTime, last.HittingTimeCI95, last.MCSuccessRate, tr.Limit())
+	}
+	t.Logf("hitting time %.4g ± %.2g (limit %v) after %d steps, %d rollouts, %d tokens, %v",
+		last.HittingTime, last.HittingTimeCI95, tr.Limit(), tr.Steps(), last.Rollouts, last.Tokens, time.Since(start).Round(time.Millisecond))
+}
+
+// BenchmarkTransformerPPOStep times PPO iterations of the transformer at
+// W=K=3, L=2 from the pretrained bigram (64 rollouts, 2 epochs of 2
+// minibatches), reporting trained tokens (tokens x epochs) per second.
+func BenchmarkTransformerPPOStep(b *testing.B) {
+	g := graph(b, tasks.Config{W: 3, K: 3, L: 2})
+	cfg := TransformerRLVRDefaults(DefaultConfig(), "ppo")
+	cfg.Optim.LR = 1e-12 // keep the policy (and the batch size) fixed
+	tr := newTransformer(b, cfg, DefaultTransformerOptions(), g, nil)
+	if _, err := tr.measure(); err != nil {
+		b.Fatal(err)
+	}
+	tokens := 0
+	for b.Loop() {
+		before := tr.smp.tokens
+		if err := tr.Step(); err != nil {
+			b.Fatal(err)
+		}
+		tokens += tr.smp.tokens - before
+	}
+	b.ReportMetric(float64(tokens*cfg.Epochs)/b.Elapsed().Seconds(), "train-tokens/s")
+}
+
+// BenchmarkTransformerRollouts times the transformer's batched rollouts at
+// W=K=3, L=2 (KV-cache sampler, no graph per token) on all cores.
+func BenchmarkTransformerRollouts(b *testing.B) {
+	g := graph(b, tasks.Config{W: 3, K: 3, L: 2})
+	tr := newTransformer(b, TransformerRLVRDefaults(DefaultConfig(), "ppo"), DefaultTransformerOptions(), g, nil)
+	tokens := 0
+	for i := 0; b.Loop(); i++ {
+		ab, err := eval.AgentRollouts(g, tr.tf.newAgent(g), 256, 1<<20, uint64(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		tokens += ab.Tokens()
+	}
+	b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
+}
