@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -58,8 +59,16 @@ func (p *progress) log() {
 	if r.Rollouts > 0 {
 		extra = fmt.Sprintf(" tokens %d success %.3f approx_kl %.3g clip %.3f", r.Tokens, r.Batch.SuccessRate, r.Batch.ApproxKL, r.Batch.ClipFrac)
 	}
-	fmt.Fprintf(p.w, "step %d/%d hitting_time %.6g objective %.6g a %.4f b %.4f c %.4f d %.4f%s elapsed %.1fs\n",
-		r.Step, p.total, r.HittingTime, r.Objective, r.A, r.B, r.C, r.D, extra, time.Since(p.start).Seconds())
+	h := fmt.Sprintf("hitting_time %.6g", r.HittingTime)
+	if r.MCSuccessRate > 0 { // a Monte Carlo estimate
+		h += fmt.Sprintf(" ci95 %.3g mc_success %.3f", r.HittingTimeCI95, r.MCSuccessRate)
+	}
+	abcd := ""
+	if !math.IsNaN(r.A) {
+		abcd = fmt.Sprintf(" a %.4f b %.4f c %.4f d %.4f", r.A, r.B, r.C, r.D)
+	}
+	fmt.Fprintf(p.w, "step %d/%d %s objective %.6g%s%s elapsed %.1fs\n",
+		r.Step, p.total, h, r.Objective, abcd, extra, time.Since(p.start).Seconds())
 	p.last, p.shown = time.Now(), r.Step
 }
 

@@ -67,9 +67,18 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		}
 		return resumeRun(*resume, steps, stdout, stderr)
 	}
-	if !set["config"] && !set["optimizer"] && !set["lr"] {
-		// Sampled RLVR's tuned optimiser unless one was asked for.
-		rc.Train = trainers.SampledDefaults(rc.Train, rc.Train.Trainer)
+	if !set["config"] {
+		// Sampled RLVR's tuned optimiser and batch unless asked otherwise.
+		d := trainers.SampledDefaults(rc.Train, rc.Train.Trainer)
+		if rc.Model == "transformer" {
+			d = trainers.TransformerRLVRDefaults(rc.Train, rc.Train.Trainer)
+		}
+		if !set["optimizer"] && !set["lr"] {
+			rc.Train.Optim = d.Optim
+		}
+		if !set["rollouts"] {
+			rc.Train.Rollouts = d.Rollouts
+		}
 	}
 	g, err := gf.config(fs)
 	if err != nil {

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunTransformer is the end-to-end check of -model transformer: a short
+// PPO run with a prompt writes a run folder whose summary carries the Monte
+// Carlo hitting time and its interval, resumes from its checkpoint, and
+// refuses to resume as a bigram; transformer flags without the model and
+// exact trainers with it are usage errors.
+func TestRunTransformer(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tf")
+	code, out, errs := runCLI(t, "run", "-model", "transformer", "-trainer", "ppo", "-prompt", "-W", "2", "-K", "2", "-L", "1",
+		"-rollouts", "8", "-steps", "4", "-log-every", "2", "-eval-rollouts", "200", "-out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, f := range []string{"config.json", "metrics.csv", "summary.json", "hitting_time.png", "checkpoint.bin", "vocab.txt"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	s := readJSON(t, filepath.Join(dir, "summary.json"))
+	for _, k := range []string{"initial_hitting_time", "final_hitting_time", "final_hitting_time_ci95", "final_mc_success_rate", "limit_hitting_time"} {
+		if _, ok := s[k]; !ok {
+			t.Errorf("summary.json: missing %q", k)
+		}
+	}
+	if s["model"] != "transformer" || !strings.Contains(out, "±") {
+		t.Errorf("summary model %v; output:\n%s", s["model"], out)
+	}
+	if code, _, errs = runCLI(t, "run", "-resume", dir, "-steps", "6"); code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, errs)
+	}
+	if s = readJSON(t, filepath.Join(dir, "summary.json")); s["steps"].(float64) != 6 {
+		t.Errorf("resumed run: steps %v, want 6", s["steps"])
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "-heads", "2", "-W", "2", "-K", "2", "-L", "1"}, "-heads configures the transformer: add -model transformer"},
+		{[]string{"run", "-model", "transformer", "-trainer", "rlvr-exact", "-W", "2", "-K", "2", "-L", "1"}, "model transformer trains with sft, distill, reinforce, ppo, not rlvr-exact"},
+		{[]string{"run", "-model", "transformer", "-trainer", "ppo", "-context", "0"}, "transformer heads 1, context 0: want >= 1 each"},
+		{[]string{"run", "-model", "mlp"}, `model "mlp": want bigram or transformer`},
+	} {
+		code, _, errs := runCLI(t, tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
