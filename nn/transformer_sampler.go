@@ -43,6 +43,7 @@ type TransformerSampler struct {
 	q, h    []float64 // (D) scratch
 	tmp     []float64 // (D) scratch
 	scores  []float64 // (C+1) scratch
+	attn    []float64 // (C+1) the last Push's attention weights, averaged over heads
 	logp    []float64 // (R) log-probs over Row(last)
 	lse     []float64 // (1) scratch for segmentLogSoftmaxForward
 	offsets []int     // {0, len(row)}
@@ -72,7 +73,7 @@ func (tr *Transformer) Sampler() *TransformerSampler {
 		tok: newRows(v, d, hd), keys: make([]float64, c*d), vals: make([]float64, c*hd*d),
 		pkey: make([]float64, d), pval: make([]float64, hd*d),
 		q: make([]float64, d), h: make([]float64, d), tmp: make([]float64, d),
-		scores: make([]float64, c+1), logp: make([]float64, 0, cfg.maxRow()), lse: make([]float64, 1),
+		scores: make([]float64, c+1), attn: make([]float64, c+1), logp: make([]float64, 0, cfg.maxRow()), lse: make([]float64, 1),
 		offsets: make([]int, 2)}
 	if tr.pos != nil {
 		s.pos = cloneValue(tr.pos.Value().Data())
@@ -192,6 +193,8 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 	}
 	dh := d / hd
 	scale := 1 / math.Sqrt(float64(dh))
+	s.attn = s.attn[:lead+nk]
+	clear(s.attn)
 	for h := 0; h < hd; h++ {
 		lo, hi := h*dh, (h+1)*dh
 		sc := s.scores[:lead+nk]
@@ -212,6 +215,7 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 		}
 		for i, a := range sc {
 			a /= sum
+			s.attn[i] += a / float64(hd)
 			for j, v := range valOf(i, h) {
 				s.h[j] += a * v
 			}
@@ -233,6 +237,12 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 	s.last = x
 	return s.logp, nil
 }
+
+// Attention returns the attention weights of the last Push, averaged over
+// the heads: the prompt's first when there is one, then the window's
+// positions from the oldest to the current token (last). The slice is
+// reused by the next Push.
+func (s *TransformerSampler) Attention() []float64 { return s.attn }
 
 // addTo adds x to dst element by element.
 func addTo(dst, x []float64) {

@@ -483,3 +483,44 @@ func BenchmarkTransformerSampler(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 }
+
+// TestSamplerAttention: with W_Q = 0 every score is 0, so each head
+// attends uniformly over the prompt and the window; the reported weights
+// are 1/(keys) each, prompt first, and sum to 1.
+func TestSamplerAttention(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	v := 10
+	s := randomSupport(rng, v)
+	for _, prompt := range []bool{false, true} {
+		cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: 3, Positional: "learned", Prompt: prompt}
+		tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(tr.wq.Value().Data().([]float64))
+		sp := tr.Sampler()
+		if err := sp.ResetAt(0, 1); err != nil {
+			t.Fatal(err)
+		}
+		x := 0
+		for n := 1; n <= 6; n++ {
+			if _, err := sp.Push(x); err != nil {
+				t.Fatal(err)
+			}
+			keys := min(n, 3)
+			if prompt {
+				keys++
+			}
+			a := sp.Attention()
+			if len(a) != keys {
+				t.Fatalf("prompt %v, push %d: %d weights, want %d", prompt, n, len(a), keys)
+			}
+			for i, w := range a {
+				if math.Abs(w-1/float64(keys)) > 1e-15 {
+					t.Errorf("prompt %v, push %d: weight %d is %v, want %v", prompt, n, i, w, 1/float64(keys))
+				}
+			}
+			x = s.Row(x)[0]
+		}
+	}
+}

@@ -229,10 +229,16 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 func (t *Trainer) Converged(r Row) bool { return t.converged(r) }
 
 // converged reports the stop rule of Config.Until: within Until of the
-// limit, or for pretraining a mass on invalid transitions below Until.
+// limit (for a transformer's RLVR: at most Until above it), or for pretraining a mass on invalid transitions below Until.
 func (t *Trainer) converged(r Row) bool {
 	if t.cfg.Trainer == "pretrain" {
 		return t.cfg.Until > 0 && r.InvalidMass <= t.cfg.Until
+	}
+	if t.tf != nil && (t.cfg.Trainer == "reinforce" || t.cfg.Trainer == "ppo") {
+		// A transformer remembers its rollout and can beat the bigram's
+		// optimum (it turns back on re-entering a branch it has searched),
+		// so only an estimate above the limit counts as unconverged.
+		return t.cfg.Until > 0 && r.MCSuccessRate == 1 && r.HittingTime <= (1+t.cfg.Until)*t.limit
 	}
 	return t.cfg.Until > 0 && t.limit > 0 && math.Abs(r.HittingTime-t.limit) <= t.cfg.Until*t.limit
 }

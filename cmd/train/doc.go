@@ -21,7 +21,7 @@
 //	                       entry at a reduced size. Entries: fig3-4, thm1-pretrain,
 //	                       thm2-sft, thm4-separation, corollary-search,
 //	                       thm5-distill, fig5-sft-scaling, fig5-partial, fig6-ppo,
-//	                       fig7-transformer (not implemented yet), fig8-hetero
+//	                       fig7-transformer (alias transformer), fig8-hetero
 //	train help             this text
 //
 // graph flags (run and eval):
@@ -35,7 +35,12 @@
 //	-config FILE           JSON with the fields of config.json; flags override it
 //	-trainer NAME          pretrain | sft | rlvr-exact | distill | reinforce | ppo
 //	                       (default rlvr-exact)
-//	-model NAME            bigram
+//	-model NAME            bigram (default) | transformer: a one-layer transformer
+//	                       initialised to the starting bigram (sft, distill,
+//	                       reinforce, ppo; its hitting times are Monte Carlo, with
+//	                       a 95% interval in metrics.csv and summary.json)
+//	-init DIR              start from the bigram checkpointed in a run folder (e.g.
+//	                       an sft run) instead of the pretrained world model
 //	-optimizer NAME        sign (the paper's) | sgd | adam (default sign)
 //	-lr X                  learning rate (default 0.01)
 //	-steps N               step cap (default 20000)
@@ -81,8 +86,23 @@
 //	-kl-coef X, -entropy-coef X
 //	                       ppo: KL penalty to the starting policy, entropy bonus
 //
+// transformer flags (-model transformer):
+//
+//	-heads N               attention heads (default 1; width = vocabulary size)
+//	-context N             attention window in tokens (default 8)
+//	-positional NAME       learned (default) | none
+//	-prompt                put the target's token before s0 -> f, visible to every
+//	                       position (the paper's bigram never sees the target)
+//	-stride N, -windows N  training cuts rollouts into windows of N trained positions
+//	                       (plus context) and fills the graph with -windows of them
+//	                       (24, 32)
+//	-eval-rollouts N       Monte Carlo rollouts behind each metrics row (2000)
+//	Without -optimizer, -lr or -rollouts, the transformer's ppo and reinforce use
+//	adam at lr 0.003 with 64 rollouts per step (tuned at W=K=3, L=2).
+//
 //	A run folder holds config.json, vocab.txt (the token names), metrics.csv (step, hitting_time, objective,
-//	mean a, b, c, d, and for pretrain invalid_mass, bound_ratio), abcd.csv (step, depth, a, b, c, d), checkpoint.bin, and when
+//	mean a, b, c, d, and for pretrain invalid_mass, bound_ratio; batch statistics
+//	for sampled RLVR; the Monte Carlo interval for a transformer; wall_seconds), abcd.csv (step, depth, a, b, c, d), checkpoint.bin, and when
 //	the run completes hitting_time.png and abcd.png (pretrain: invalid_mass.png)
 //	and summary.json (written last).
 //	SIGINT or SIGTERM writes a checkpoint and exits 130 or 143 with the command
@@ -111,6 +131,7 @@
 //	train run -trainer distill -teacher runs/fig3-4 -until 0.01
 //	train run -branches "2,2,3;5,1;4,4,4,4" -out runs/hetero
 //	train run -resume runs/fig3-4
+//	train run -model transformer -trainer ppo -W 3 -K 3 -L 2 -steps 300
 //	train eval -policy sft-limit
 //	train eval -checkpoint runs/fig3-4 -mc 10000 -json
 //	train reproduce all
@@ -133,7 +154,7 @@ usage:
                          entry at a reduced size. Entries: fig3-4, thm1-pretrain,
                          thm2-sft, thm4-separation, corollary-search,
                          thm5-distill, fig5-sft-scaling, fig5-partial, fig6-ppo,
-                         fig7-transformer (not implemented yet), fig8-hetero
+                         fig7-transformer (alias transformer), fig8-hetero
   train help             this text
 
 graph flags (run and eval):
@@ -145,7 +166,12 @@ train run flags:
   -config FILE           JSON with the fields of config.json; flags override it
   -trainer NAME          pretrain | sft | rlvr-exact | distill | reinforce | ppo
                          (default rlvr-exact)
-  -model NAME            bigram
+  -model NAME            bigram (default) | transformer: a one-layer transformer
+                         initialised to the starting bigram (sft, distill,
+                         reinforce, ppo; its hitting times are Monte Carlo, with
+                         a 95% interval in metrics.csv and summary.json)
+  -init DIR              start from the bigram checkpointed in a run folder (e.g.
+                         an sft run) instead of the pretrained world model
   -optimizer NAME        sign (the paper's) | sgd | adam (default sign)
   -lr X                  learning rate (default 0.01)
   -steps N               step cap (default 20000)
@@ -190,8 +216,22 @@ current policy and updates from it):
   -kl-coef X, -entropy-coef X
                          ppo: KL penalty to the starting policy, entropy bonus
 
+transformer flags (-model transformer):
+  -heads N               attention heads (default 1; width = vocabulary size)
+  -context N             attention window in tokens (default 8)
+  -positional NAME       learned (default) | none
+  -prompt                put the target's token before s0 -> f, visible to every
+                         position (the paper's bigram never sees the target)
+  -stride N, -windows N  training cuts rollouts into windows of N trained positions
+                         (plus context) and fills the graph with -windows of them
+                         (24, 32)
+  -eval-rollouts N       Monte Carlo rollouts behind each metrics row (2000)
+  Without -optimizer, -lr or -rollouts, the transformer's ppo and reinforce use
+  adam at lr 0.003 with 64 rollouts per step (tuned at W=K=3, L=2).
+
   A run folder holds config.json, vocab.txt (the token names), metrics.csv (step, hitting_time, objective,
-  mean a, b, c, d, and for pretrain invalid_mass, bound_ratio), abcd.csv (step, depth, a, b, c, d), checkpoint.bin, and when
+  mean a, b, c, d, and for pretrain invalid_mass, bound_ratio; batch statistics
+  for sampled RLVR; the Monte Carlo interval for a transformer; wall_seconds), abcd.csv (step, depth, a, b, c, d), checkpoint.bin, and when
   the run completes hitting_time.png and abcd.png (pretrain: invalid_mass.png)
   and summary.json (written last).
   SIGINT or SIGTERM writes a checkpoint and exits 130 or 143 with the command
@@ -218,6 +258,7 @@ examples:
   train run -trainer distill -teacher runs/fig3-4 -until 0.01
   train run -branches "2,2,3;5,1;4,4,4,4" -out runs/hetero
   train run -resume runs/fig3-4
+  train run -model transformer -trainer ppo -W 3 -K 3 -L 2 -steps 300
   train eval -policy sft-limit
   train eval -checkpoint runs/fig3-4 -mc 10000 -json
   train reproduce all

@@ -192,6 +192,7 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, force bool, stdout, stderr 
 		return summary{}, err
 	}
 	defer out.close()
+	out.wall = wall
 	if err := writeVocab(rc.Out, g); err != nil {
 		return summary{}, err
 	}
@@ -259,6 +260,11 @@ func train(rc runConfig, ck *checkpoints.Checkpoint, force bool, stdout, stderr 
 		sum.InvalidMass, sum.BoundRatio = finite(last.InvalidMass), finite(out.maxColumn("bound_ratio"))
 	} else if rc.Model == "transformer" {
 		sum.FinalCI95, sum.FinalSuccessRate = finite(last.HittingTimeCI95), &last.MCSuccessRate
+		att, err := tr.Attention(200, rc.Train.Seed)
+		if err != nil {
+			return summary{}, err
+		}
+		sum.Attention = &att
 	} else {
 		sum.FinalABCD = &[4]float64{last.A, last.B, last.C, last.D}
 	}

@@ -32,17 +32,20 @@ type summary struct {
 	// A transformer's hitting times are Monte Carlo estimates: the final
 	// one's 95% half-width and the share of evaluation rollouts that hit
 	// (below 1, the estimate is a lower bound and has no interval).
-	FinalCI95        *float64         `json:"final_hitting_time_ci95,omitempty"`
-	FinalSuccessRate *float64         `json:"final_mc_success_rate,omitempty"`
-	LimitHittingTime *float64         `json:"limit_hitting_time"`
-	InvalidMass      *float64         `json:"final_invalid_mass,omitempty"`
-	BoundRatio       *float64         `json:"max_bound_ratio,omitempty"`
-	Converged        bool             `json:"converged"`
-	Stalled          bool             `json:"stalled"` // stopped for lack of progress (patience)
-	Steps            int              `json:"steps"`
-	WallSeconds      float64          `json:"wall_seconds"`
-	FinalABCD        *[4]float64      `json:"final_mean_abcd"`
-	Theory           eval.Predictions `json:"theory"`
+	FinalCI95        *float64 `json:"final_hitting_time_ci95,omitempty"`
+	FinalSuccessRate *float64 `json:"final_mc_success_rate,omitempty"`
+	// Attention summarises the final transformer's attention along 200 of
+	// its rollouts (trainers.AttentionStats).
+	Attention        *trainers.AttentionStats `json:"attention,omitempty"`
+	LimitHittingTime *float64                 `json:"limit_hitting_time"`
+	InvalidMass      *float64                 `json:"final_invalid_mass,omitempty"`
+	BoundRatio       *float64                 `json:"max_bound_ratio,omitempty"`
+	Converged        bool                     `json:"converged"`
+	Stalled          bool                     `json:"stalled"` // stopped for lack of progress (patience)
+	Steps            int                      `json:"steps"`
+	WallSeconds      float64                  `json:"wall_seconds"`
+	FinalABCD        *[4]float64              `json:"final_mean_abcd"`
+	Theory           eval.Predictions         `json:"theory"`
 }
 
 // runDir writes a run folder: config.json, metrics.csv, abcd.csv, the
@@ -51,12 +54,13 @@ type runDir struct {
 	dir            string
 	metrics, abcd  *os.File
 	mw, aw         *bufio.Writer
-	initialHitting float64 // of step 0, from this session or the kept rows
-	sampled        bool    // reinforce or ppo: the batch columns apply
+	initialHitting float64        // of step 0, from this session or the kept rows
+	wall           func() float64 // seconds spent on the run, for the wall_seconds column
+	sampled        bool           // reinforce or ppo: the batch columns apply
 }
 
 const (
-	metricsHeader = "step,hitting_time,objective,a,b,c,d,invalid_mass,bound_ratio,tokens,rollouts,success_rate,mean_length,approx_kl,clip_frac,hitting_time_ci95,mc_success_rate"
+	metricsHeader = "step,hitting_time,objective,a,b,c,d,invalid_mass,bound_ratio,tokens,rollouts,success_rate,mean_length,approx_kl,clip_frac,hitting_time_ci95,mc_success_rate,wall_seconds"
 	abcdHeader    = "step,depth,a,b,c,d"
 )
 
@@ -167,8 +171,12 @@ func (r *runDir) write(row trainers.Row) error {
 	if row.MCSuccessRate > 0 {
 		mc = []string{f64(row.HittingTimeCI95), f64(row.MCSuccessRate)}
 	}
-	fmt.Fprintf(r.mw, "%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", row.Step, f64(row.HittingTime), f64(row.Objective),
-		f64(row.A), f64(row.B), f64(row.C), f64(row.D), f64(row.InvalidMass), f64(row.BoundRatio), strings.Join(sampled, ","), strings.Join(mc, ","))
+	wall := math.NaN()
+	if r.wall != nil {
+		wall = r.wall()
+	}
+	fmt.Fprintf(r.mw, "%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.3f\n", row.Step, f64(row.HittingTime), f64(row.Objective),
+		f64(row.A), f64(row.B), f64(row.C), f64(row.D), f64(row.InvalidMass), f64(row.BoundRatio), strings.Join(sampled, ","), strings.Join(mc, ","), wall)
 	for _, d := range row.Depths {
 		fmt.Fprintf(r.aw, "%d,%d,%s,%s,%s,%s\n", row.Step, d.Depth, f64(d.A), f64(d.B), f64(d.C), f64(d.D))
 	}
