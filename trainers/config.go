@@ -63,7 +63,9 @@ type Config struct {
 	// Baseline is subtracted from each token's return to go: "state-target"
 	// (the batch's mean return from the token's state in rollouts with the
 	// same target), "state" (from the token's state) or "batch" (the
-	// batch's mean return); see tokenAdvantages. "gae" uses instead GAE
+	// batch's mean return); see tokenAdvantages. "fork" is "state-target"
+	// on returns bootstrapped at the fork-incoming states, where the walk
+	// renews (see forkReturns). "gae" uses instead GAE
 	// with a tabular critic V(state, target) (see critic).
 	Baseline string `json:"baseline"`
 	// Lambda and CriticRate configure baseline "gae": GAE's lambda and the
@@ -158,8 +160,8 @@ func (c Config) Validate() error {
 	if !(c.KLCoef >= 0) || !(c.EntropyCoef >= 0) || math.IsInf(c.KLCoef, 0) || math.IsInf(c.EntropyCoef, 0) {
 		return fmt.Errorf("trainers: kl_coef %v, entropy_coef %v: want finite >= 0", c.KLCoef, c.EntropyCoef)
 	}
-	if !slices.Contains([]string{"gae", "state-target", "state", "batch"}, c.Baseline) {
-		return fmt.Errorf("trainers: baseline %q: want gae, state-target, state or batch", c.Baseline)
+	if !slices.Contains([]string{"gae", "fork", "state-target", "state", "batch"}, c.Baseline) {
+		return fmt.Errorf("trainers: baseline %q: want gae, fork, state-target, state or batch", c.Baseline)
 	}
 	if !(c.Lambda >= 0 && c.Lambda <= 1) || !(c.CriticRate > 0 && c.CriticRate <= 1) {
 		return fmt.Errorf("trainers: lambda %v, critic_rate %v: want lambda in [0, 1], critic_rate in (0, 1]", c.Lambda, c.CriticRate)

@@ -88,28 +88,33 @@ func negEntropy(logp, w *G.Node) (*G.Node, error) {
 // each rollout's target though the policy does not, and the expected return
 // from a state depends mostly on whether its branch is the target; like a
 // critic given privileged information, it leaves the gradient unbiased).
-// states[i] is the state of token i, among nStates; targets[r] the target
-// (1..w) of rollout r.
-func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, targets []int, w int, beta float64, baseline string, normalize bool) []float64 {
+// "fork" is "state-target" on returns bootstrapped at the fork (see
+// forkReturns); fork[s] marks the fork-incoming states and is used only
+// by it. states[i] is the state of token i, among nStates; targets[r] the
+// target (1..w) of rollout r.
+func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, targets []int, w int, beta float64, baseline string, fork []bool, normalize bool) []float64 {
 	adv := returnsToGo(lens, hit, beta)
 	n := len(adv)
 	if n == 0 {
 		return adv
 	}
-	if baseline == "state" || baseline == "state-target" {
+	if baseline == "fork" {
+		forkReturns(adv, lens, states, fork, targets, w)
+	}
+	if baseline == "state" || baseline == "state-target" || baseline == "fork" {
 		key := make([]int, n) // the baseline's group of each token
 		k := 0
 		for r, l := range lens {
 			for range l {
 				key[k] = int(states[k])
-				if baseline == "state-target" {
+				if baseline != "state" {
 					key[k] += nStates * (targets[r] - 1)
 				}
 				k++
 			}
 		}
 		groups := nStates
-		if baseline == "state-target" {
+		if baseline != "state" {
 			groups *= w
 		}
 		sum, count := make([]float64, groups), make([]float64, groups)
@@ -134,6 +139,61 @@ func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, target
 		scale(adv)
 	}
 	return adv
+}
+
+// forkReturns bootstraps the returns to go g (token by token, as from
+// returnsToGo) at the fork. Every visit to a fork-incoming state renews the
+// walk: what follows depends on the target and the time left, not on how
+// the walk got there. So the return of a token before the rollout's next
+// fork-incoming state is replaced by the reward up to that state plus the
+// batch's mean return from fork-incoming states with the same target,
+// V_F(x): a one-state critic per target, fitted on every excursion of the
+// batch. Rewards after the return to the fork, the bulk of the return's
+// variance (how many other branches the search tries before the target,
+// whether the horizon cuts it), then no longer reach the tokens of an
+// excursion, and the advantage of a move inside a branch is decided by
+// that excursion: whether it hits the target and how long it takes. Tokens
+// of an excursion that the rollout's end cuts keep their own returns. The
+// bias is the one of any bootstrap: V_F(x) ignores the time already spent,
+// so a longer excursion costs beta per step but not the horizon's share.
+func forkReturns(g []float64, lens []int, states []int32, fork []bool, targets []int, w int) {
+	sum, count := make([]float64, w), make([]float64, w)
+	for r, k := range rolloutStarts(lens) {
+		for t := k; t < k+lens[r]; t++ {
+			if fork[states[t]] {
+				sum[targets[r]-1] += g[t]
+				count[targets[r]-1]++
+			}
+		}
+	}
+	for r, k := range rolloutStarts(lens) {
+		x := targets[r] - 1
+		if count[x] == 0 {
+			continue
+		}
+		vf := sum[x] / count[x]
+		next := math.NaN() // return at the next fork-incoming token
+		for t := k + lens[r] - 1; t >= k; t-- {
+			if fork[states[t]] {
+				next = g[t]
+				continue
+			}
+			if !math.IsNaN(next) {
+				g[t] += vf - next
+			}
+		}
+	}
+}
+
+// rolloutStarts lists the index of each rollout's first token.
+func rolloutStarts(lens []int) []int {
+	starts := make([]int, len(lens))
+	k := 0
+	for r, l := range lens {
+		starts[r] = k
+		k += l
+	}
+	return starts
 }
 
 // returnsToGo lists, token by token, each rollout's return to go

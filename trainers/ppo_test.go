@@ -74,7 +74,7 @@ func TestAdvantagesKnownAnswer(t *testing.T) {
 		{"state", false, []float64{0.55, 0.5, -0.55, 0, -0.5}},
 		{"state-target", false, []float64{0, 0, 0, 0, 0}}, // each (state, target) seen once
 	} {
-		got := tokenAdvantages(lens, hit, states, 3, []int{1, 2}, 2, 0.1, tc.baseline, tc.normalize)
+		got := tokenAdvantages(lens, hit, states, 3, []int{1, 2}, 2, 0.1, tc.baseline, nil, tc.normalize)
 		for i := range got {
 			if math.Abs(got[i]-tc.want[i]) > 1e-12 {
 				t.Errorf("%s normalize=%v: token %d: got %v, want %v", tc.baseline, tc.normalize, i, got[i], tc.want[i])
@@ -223,5 +223,27 @@ func TestGAEKnownAnswer(t *testing.T) {
 	c.advantages([]int{1}, []bool{true}, []int32{0}, []int32{3}, []int{1}, 0.1)
 	if v := c.v[0]; math.Abs(v-0.85) > 1e-12 { // return 0.9: 0.8 + 0.5 (0.9 - 0.8)
 		t.Errorf("critic V(0, t1) after a second batch = %v, want 0.85", v)
+	}
+}
+
+// TestForkReturnsKnownAnswer: beta 0.1, state 2 is the fork-incoming state.
+// Target 1: a hit of length 4 over states 0 1 2 3 (returns 0.6 0.7 0.8 0.9)
+// and a miss of length 3 over 0 2 1 (-0.3 -0.2 -0.1); target 2: a hit of
+// length 2 over 2 1 (0.8 0.9). V_F(1) = (0.8 - 0.2) / 2 = 0.3, so a token
+// before a fork-incoming token gets its reward up to it plus 0.3 (first
+// rollout: -0.2 + 0.3, -0.1 + 0.3; second: -0.1 + 0.3); fork-incoming
+// tokens and tokens after a rollout's last one keep their returns, and
+// target 2's fork value does not enter target 1's.
+func TestForkReturnsKnownAnswer(t *testing.T) {
+	lens, hit := []int{4, 3, 2}, []bool{true, false, true}
+	states := []int32{0, 1, 2, 3, 0, 2, 1, 2, 1}
+	fork := []bool{false, false, true, false}
+	g := returnsToGo(lens, hit, 0.1)
+	forkReturns(g, lens, states, fork, []int{1, 1, 2}, 2)
+	want := []float64{0.1, 0.2, 0.8, 0.9, 0.2, -0.2, -0.1, 0.8, 0.9}
+	for i := range want {
+		if math.Abs(g[i]-want[i]) > 1e-12 {
+			t.Errorf("token %d: got %v, want %v", i, g[i], want[i])
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
 // vec is a constant (P) input of the loss and its value, set with G.Let.
@@ -32,6 +33,7 @@ type sampled struct {
 	tokens, rollouts       int     // sampled so far
 	batch                  BatchStats
 	critic                 *critic // baseline "gae"
+	fork                   []bool  // baseline "fork": the fork-incoming states
 }
 
 // BatchStats describe the latest batch of a sampled trainer.
@@ -56,6 +58,12 @@ func (t *Trainer) buildSampled() (*G.Node, error) {
 	t.smp = s
 	if t.cfg.Baseline == "gae" {
 		s.critic = newCritic(t.g.NumStates(), t.g.W(), t.cfg.CriticRate, t.cfg.Lambda)
+	}
+	if t.cfg.Baseline == "fork" {
+		s.fork = make([]bool, t.g.NumStates())
+		for i, st := range t.g.States {
+			s.fork[i] = st.Class == tasks.ForkIn
+		}
 	}
 	logp := t.model.LogProbs()
 	if t.cfg.Trainer == "reinforce" {
@@ -136,7 +144,7 @@ func (t *Trainer) sampledStep() error {
 			normalize(adv)
 		}
 	} else {
-		adv = tokenAdvantages(lens, b.Hit, states, t.g.NumStates(), b.Targets, t.g.W(), cfg.Beta, cfg.Baseline, cfg.NormalizeAdvantages)
+		adv = tokenAdvantages(lens, b.Hit, states, t.g.NumStates(), b.Targets, t.g.W(), cfg.Beta, cfg.Baseline, s.fork, cfg.NormalizeAdvantages)
 	}
 	s.tokens += b.Tokens()
 	s.rollouts += cfg.Rollouts

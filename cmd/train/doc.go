@@ -75,8 +75,11 @@
 //	-beta X                length penalty in the reward 1{hit} - beta |y| (3e-4)
 //	-horizon-factor X      horizon = X times the current hitting time (2)
 //	-baseline NAME         state (mean return from the state; default), state-target
-//	                       (given the rollout's target), batch, or gae (GAE with a
-//	                       tabular critic of state and target; -lambda, -critic-rate)
+//	                       (given the rollout's target), fork (state-target on returns
+//	                       bootstrapped at the fork: an excursion's tokens see its own
+//	                       rewards plus the target's mean return from the fork), batch,
+//	                       or gae (GAE with a tabular critic of state and target;
+//	                       -lambda, -critic-rate)
 //	-normalize-advantages  divide advantages by their standard deviation (true)
 //	-epochs N, -minibatches M, -clip E
 //	                       ppo: passes, minibatches per pass, ratio clip (2, 2, 0.2)
@@ -205,8 +208,11 @@ current policy and updates from it):
   -beta X                length penalty in the reward 1{hit} - beta |y| (3e-4)
   -horizon-factor X      horizon = X times the current hitting time (2)
   -baseline NAME         state (mean return from the state; default), state-target
-                         (given the rollout's target), batch, or gae (GAE with a
-                         tabular critic of state and target; -lambda, -critic-rate)
+                         (given the rollout's target), fork (state-target on returns
+                         bootstrapped at the fork: an excursion's tokens see its own
+                         rewards plus the target's mean return from the fork), batch,
+                         or gae (GAE with a tabular critic of state and target;
+                         -lambda, -critic-rate)
   -normalize-advantages  divide advantages by their standard deviation (true)
   -epochs N, -minibatches M, -clip E
                          ppo: passes, minibatches per pass, ratio clip (2, 2, 0.2)

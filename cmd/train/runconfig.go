@@ -166,7 +166,7 @@ func runFlags(fs *flag.FlagSet, rc *runConfig, gf *graphFlags, tf *trainers.Tran
 	fs.Float64Var(&rc.Train.Clip, "clip", rc.Train.Clip, "ppo: ratio clip epsilon")
 	fs.Float64Var(&rc.Train.KLCoef, "kl-coef", rc.Train.KLCoef, "ppo: KL penalty to the starting policy")
 	fs.Float64Var(&rc.Train.EntropyCoef, "entropy-coef", rc.Train.EntropyCoef, "ppo: entropy bonus")
-	fs.StringVar(&rc.Train.Baseline, "baseline", rc.Train.Baseline, "reinforce, ppo: gae (tabular critic of state and target), state-target (mean return from the state given the rollout's target), state or batch")
+	fs.StringVar(&rc.Train.Baseline, "baseline", rc.Train.Baseline, "reinforce, ppo: gae (tabular critic of state and target), state-target (mean return from the state given the rollout's target), fork (state-target on returns bootstrapped at the fork), state or batch")
 	fs.Float64Var(&rc.Train.Lambda, "lambda", rc.Train.Lambda, "reinforce, ppo with -baseline gae: GAE lambda")
 	fs.Float64Var(&rc.Train.CriticRate, "critic-rate", rc.Train.CriticRate, "reinforce, ppo with -baseline gae: rate at which the critic follows each batch's returns")
 	fs.BoolVar(&rc.Train.NormalizeAdvantages, "normalize-advantages", rc.Train.NormalizeAdvantages, "reinforce, ppo: divide advantages by their standard deviation")
