@@ -151,7 +151,14 @@ func (t *Trainer) transformerSampledStep() error {
 		}
 	}
 	states, _ := b.States(g)
-	adv := tokenAdvantages(lens, b.Hit, states, g.NumStates(), b.Targets, g.W(), cfg.Beta, cfg.Baseline, cfg.NormalizeAdvantages)
+	var fork []bool // baseline "fork": the fork-incoming states, where the walk renews
+	if cfg.Baseline == "fork" {
+		fork = make([]bool, g.NumStates())
+		for i, st := range g.States {
+			fork[i] = st.Class == tasks.ForkIn
+		}
+	}
+	adv := tokenAdvantages(lens, b.Hit, states, g.NumStates(), b.Targets, g.W(), cfg.Beta, cfg.Baseline, fork, cfg.NormalizeAdvantages)
 	s := t.smp
 	s.tokens += b.Tokens()
 	s.rollouts += cfg.Rollouts
