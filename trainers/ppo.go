@@ -229,15 +229,24 @@ func normalize(adv []float64) {
 	scale(adv)
 }
 
-// scale divides advantages by their root mean square.
+// scale divides advantages by their root mean square. Advantages whose
+// root mean square is below 1e-9 are rounding noise, not signal (every
+// rollout of a deterministic policy that hits gets the same return, and
+// the baseline cancels it up to rounding): they are set to 0. Dividing
+// them by their scale would turn the noise into unit advantages and walk
+// the policy away from its optimum (the prompted transformer, at the
+// golden path's 7 transitions, fell to missing a third of its targets).
 func scale(adv []float64) {
 	var sq float64
 	for _, a := range adv {
 		sq += a * a
 	}
-	if std := math.Sqrt(sq / float64(max(len(adv), 1))); std > 0 {
-		for i := range adv {
-			adv[i] /= std
-		}
+	std := math.Sqrt(sq / float64(max(len(adv), 1)))
+	if std <= 1e-9 {
+		clear(adv)
+		return
+	}
+	for i := range adv {
+		adv[i] /= std
 	}
 }

@@ -247,3 +247,26 @@ func TestForkReturnsKnownAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestNormalizeDropsRoundingNoise: advantages that are only rounding noise
+// (the baseline cancelled identical returns) stay at 0 after
+// normalisation instead of being blown up to unit scale; real ones get
+// unit root mean square.
+func TestNormalizeDropsRoundingNoise(t *testing.T) {
+	noise := []float64{1e-17, -2e-17, 3e-18, 0}
+	normalize(noise)
+	for i, a := range noise {
+		if a != 0 {
+			t.Errorf("noise advantage %d normalised to %v, want 0", i, a)
+		}
+	}
+	real := []float64{0.5, -0.25, 0.125, -0.375}
+	normalize(real)
+	sq := 0.0
+	for _, a := range real {
+		sq += a * a
+	}
+	if math.Abs(sq/4-1) > 1e-12 {
+		t.Errorf("mean square %v after normalisation, want 1", sq/4)
+	}
+}
