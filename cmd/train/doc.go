@@ -100,8 +100,9 @@
 //	                       (plus context) and fills the graph with -windows of them
 //	                       (24, 32)
 //	-eval-rollouts N       Monte Carlo rollouts behind each metrics row (2000)
-//	Without -optimizer, -lr or -rollouts, the transformer's ppo and reinforce use
-//	adam at lr 0.003 with 64 rollouts per step (tuned at W=K=3, L=2).
+//	Without -optimizer, -lr, -rollouts or -baseline, the transformer's ppo and
+//	reinforce use adam at lr 0.003, 64 rollouts per step and the fork baseline
+//	(tuned at W=K=3, L=2).
 //
 //	A run folder holds config.json, vocab.txt (the token names), metrics.csv (step, hitting_time, objective,
 //	mean a, b, c, d, and for pretrain invalid_mass, bound_ratio; batch statistics
@@ -232,8 +233,9 @@ transformer flags (-model transformer):
                          (plus context) and fills the graph with -windows of them
                          (24, 32)
   -eval-rollouts N       Monte Carlo rollouts behind each metrics row (2000)
-  Without -optimizer, -lr or -rollouts, the transformer's ppo and reinforce use
-  adam at lr 0.003 with 64 rollouts per step (tuned at W=K=3, L=2).
+  Without -optimizer, -lr, -rollouts or -baseline, the transformer's ppo and
+  reinforce use adam at lr 0.003, 64 rollouts per step and the fork baseline
+  (tuned at W=K=3, L=2).
 
   A run folder holds config.json, vocab.txt (the token names), metrics.csv (step, hitting_time, objective,
   mean a, b, c, d, and for pretrain invalid_mass, bound_ratio; batch statistics

@@ -79,6 +79,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		if !set["rollouts"] {
 			rc.Train.Rollouts = d.Rollouts
 		}
+		if !set["baseline"] {
+			rc.Train.Baseline = d.Baseline
+		}
 	}
 	g, err := gf.config(fs)
 	if err != nil {

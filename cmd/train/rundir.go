@@ -402,7 +402,7 @@ func printSummary(w io.Writer, rc runConfig, s summary) {
 	}
 	final := num(val(s.FinalHittingTime))
 	if s.FinalCI95 != nil {
-		final += " ± " + num(*s.FinalCI95)
+		final += fmt.Sprintf(" ± %.3g", *s.FinalCI95)
 	} else if s.FinalSuccessRate != nil {
 		final = fmt.Sprintf(">= %s (%.1f%% hit)", final, 100*(*s.FinalSuccessRate))
 	}
