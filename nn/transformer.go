@@ -20,11 +20,11 @@ type TransformerConfig struct {
 	Heads      int     `json:"heads"`      // attention heads, >= 1
 	Context    int     `json:"context"`    // attention window: a position sees itself and the Context-1 before it
 	Positional string  `json:"positional"` // "none" or "learned" (Context x D table indexed by position mod Context)
-	LayerNorm  bool    `json:"layer_norm"` // layer norm before the unembedding: not implemented, must be false
+	LayerNorm  bool    `json:"layer_norm"` // layer norm of the residual stream before the unembedding (learned gain and bias)
 	Prompt     bool    `json:"prompt"`     // one leading prompt token per sequence (the target), seen by every position
 }
 
-// DefaultTransformerConfig returns the configuration whose exact
+// DefaultTransformerConfig returns a configuration whose exact
 // initialisation reproduces a bigram on support s: Dim = Vocab, one head,
 // a window of 8, learned positions, no layer norm, no prompt.
 func DefaultTransformerConfig(s Support) TransformerConfig {
@@ -54,9 +54,6 @@ func (c TransformerConfig) Validate() error {
 	default:
 		return fmt.Errorf("nn: transformer: positional %q: want \"none\" or \"learned\"", c.Positional)
 	}
-	if c.LayerNorm {
-		return fmt.Errorf("nn: transformer: layer_norm true: not implemented, want false")
-	}
 	return nil
 }
 
@@ -84,6 +81,10 @@ func (c TransformerConfig) maxRow() int {
 // equal the whole sequence's wherever a window holds the Context-1 tokens
 // before a position.
 //
+// With LayerNorm, the logits are (LN(h_t) U)[a] instead, LN(h) = (h -
+// mean(h)) / sqrt(var(h) + 1e-5) * gamma + beta over the D features of one
+// position (biased variance), gamma and beta learned (D) vectors.
+//
 // With Prompt, each sequence has a prompt token x_p (e.g. the target)
 // before its first token: h0 = E[x_p] without any positional embedding,
 // every position attends to it in addition to its window of Context real
@@ -99,25 +100,30 @@ type Transformer struct {
 	g   *G.ExprGraph
 
 	emb, pos, wq, wk, wv, wo, unemb *G.Node
-	built                           bool // Forward was called
+	lnGain, lnBias                  *G.Node // (D) each, nil without LayerNorm
+	built                           bool    // Forward was called
 }
 
 // NewTransformerFromBigram returns a transformer whose next-token
 // distribution equals the bigram's on every prefix: E = identity (Dim must
 // equal Vocab), P = 0, W_O = 0 (attention adds nothing, but its gradient is
 // not zero), U[x][a] = the bigram logit of x -> a on support entries and 0
-// elsewhere (masked anyway), and W_Q, W_K, W_V drawn from N(0, 0.02^2) with
-// rng. bigramLogits has one logit per support entry, in entry order.
+// elsewhere (masked anyway; see below for LayerNorm), and W_Q, W_K, W_V
+// drawn from N(0, 0.02^2) with rng. bigramLogits has one logit per support
+// entry, in entry order.
 //
-// Layer norm is refused: it maps E[x] = e_x to (e_x - 1/V)/sigma, whose
-// logits (U[x] - mean_y U[y])/sigma differ from the bigram's by a scale and
-// by a shift per next token that the softmax does not cancel, so the exact
-// initialisation is impossible in general.
+// With LayerNorm, gamma = 1 and beta = 0, and the residual stream e_x
+// becomes LN(e_x) = (e_x - 1/V) / sigma for every x (all one-hot vectors
+// share mean 1/V and variance (1/V)(1 - 1/V)), so the logit of a after x
+// is (U[x][a] - mean_y U[y][a]) / sigma. The masked entries of U are free
+// (their logits never reach a probability), so U = sigma M, M holding the
+// bigram logits on support entries and, on one masked entry per column,
+// minus the sum of that column's support entries: every column of M sums
+// to 0 and the logits are exactly the bigram's (layerNormUnembedding). It
+// fails when some token follows every token (its column has no masked
+// entry), which is not the case for the project's task graphs.
 func NewTransformerFromBigram(cfg TransformerConfig, bigramLogits []float64, rng *rand.Rand) (tr *Transformer, err error) {
 	defer recoverGraph("transformer", &err)
-	if cfg.LayerNorm {
-		return nil, fmt.Errorf("nn: transformer: layer_norm true: the exact bigram initialisation needs layer_norm false")
-	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -143,6 +149,11 @@ func NewTransformerFromBigram(cfg TransformerConfig, bigramLogits []float64, rng
 			unemb[x*v+cfg.Support.Next[e]] = bigramLogits[e]
 		}
 	}
+	if cfg.LayerNorm {
+		if unemb, err = layerNormUnembedding(cfg.Support, bigramLogits); err != nil {
+			return nil, fmt.Errorf("nn: transformer: layer_norm: %w", err)
+		}
+	}
 	small := func() []float64 {
 		w := make([]float64, d*d)
 		for i := range w {
@@ -159,7 +170,15 @@ func NewTransformerFromBigram(cfg TransformerConfig, bigramLogits []float64, rng
 	tr.wk = tr.param("WK", small(), d, d)              // (D, D)
 	tr.wv = tr.param("WV", small(), d, d)              // (D, D)
 	tr.wo = tr.param("WO", make([]float64, d*d), d, d) // (D, D)
-	tr.unemb = tr.param("U", unemb, d, v)              // (D, V)
+	if cfg.LayerNorm {
+		gain := make([]float64, d)
+		for i := range gain {
+			gain[i] = 1
+		}
+		tr.lnGain = tr.vector("LN_gain", gain)               // (D)
+		tr.lnBias = tr.vector("LN_bias", make([]float64, d)) // (D)
+	}
+	tr.unemb = tr.param("U", unemb, d, v) // (D, V)
 	return tr, nil
 }
 
@@ -169,6 +188,12 @@ func (tr *Transformer) param(name string, data []float64, r, c int) *G.Node {
 		G.WithValue(tensor.New(tensor.WithShape(r, c), tensor.WithBacking(data))))
 }
 
+// vector adds a learnable (n) vector holding data to the graph.
+func (tr *Transformer) vector(name string, data []float64) *G.Node {
+	return G.NewVector(tr.g, G.Float64, G.WithShape(len(data)), G.WithName(name),
+		G.WithValue(tensor.New(tensor.WithShape(len(data)), tensor.WithBacking(data))))
+}
+
 // Config returns the configuration the transformer was built with.
 func (tr *Transformer) Config() TransformerConfig { return tr.cfg }
 
@@ -176,14 +201,19 @@ func (tr *Transformer) Config() TransformerConfig { return tr.cfg }
 func (tr *Transformer) Graph() *G.ExprGraph { return tr.g }
 
 // Learnables returns the parameters in a fixed order: E (V, D), P (Context,
-// D) when Positional is "learned", W_Q, W_K, W_V, W_O (D, D), U (D, V).
-// Each node is named as listed.
+// D) when Positional is "learned", W_Q, W_K, W_V, W_O (D, D), LN_gain and
+// LN_bias (D) when LayerNorm is true, U (D, V), always last. Each node is
+// named as listed (E, P, WQ, WK, WV, WO, LN_gain, LN_bias, U).
 func (tr *Transformer) Learnables() G.Nodes {
 	ns := G.Nodes{tr.emb}
 	if tr.pos != nil {
 		ns = append(ns, tr.pos)
 	}
-	return append(ns, tr.wq, tr.wk, tr.wv, tr.wo, tr.unemb)
+	ns = append(ns, tr.wq, tr.wk, tr.wv, tr.wo)
+	if tr.lnGain != nil {
+		ns = append(ns, tr.lnGain, tr.lnBias)
+	}
+	return append(ns, tr.unemb)
 }
 
 // ParamValues returns copies of the parameter values, in Learnables order.

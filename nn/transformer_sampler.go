@@ -18,6 +18,8 @@ import (
 // and output value are then sums of two cached rows, and each Push costs
 // O(Context*D + R*D) (attention over the window and the R logits of the
 // current row) once the rows it needs are cached, instead of O(D^2).
+// With LayerNorm, the residual stream goes through the same layer norm
+// (O(D)) before the R logits.
 //
 // It holds a copy of the parameters taken by Transformer.Sampler, so it is
 // unaffected by later updates (take a new one after a step) and safe to use
@@ -31,6 +33,8 @@ type TransformerSampler struct {
 	wq, wk  []float64 // (D, D)
 	wv, wo  []float64 // (D, D)
 	unemb   []float64 // (D, V)
+	lnGain  []float64 // (D) or nil without LayerNorm
+	lnBias  []float64 // (D) or nil without LayerNorm
 	tok, at rows      // per token, per position: h0 part times W_Q, W_K, W_V W_O
 	keys    []float64 // (C, D) ring: the n-th token pushed in slot n mod C
 	vals    []float64 // (C, H*D) ring: per head, the value already through W_O
@@ -78,6 +82,9 @@ func (tr *Transformer) Sampler() *TransformerSampler {
 	if tr.pos != nil {
 		s.pos = cloneValue(tr.pos.Value().Data())
 		s.at = newRows(c, d, hd)
+	}
+	if tr.lnGain != nil {
+		s.lnGain, s.lnBias = cloneValue(tr.lnGain.Value().Data()), cloneValue(tr.lnBias.Value().Data())
 	}
 	return s
 }
@@ -222,6 +229,9 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 		}
 	}
 
+	if s.lnGain != nil {
+		layerNormVec(s.h, s.lnGain, s.lnBias)
+	}
 	row := s.cfg.Support.Row(x)
 	s.logp = s.logp[:len(row)]
 	for j, a := range row {

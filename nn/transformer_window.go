@@ -107,6 +107,11 @@ func (tr *Transformer) Forward(b, t int) (fw *TransformerBatch, err error) {
 			return nil, fmt.Errorf("nn: transformer forward: %w", err)
 		}
 	}
+	if tr.lnGain != nil {
+		if h, err = layerNorm(h, tr.lnGain, tr.lnBias); err != nil { // (N, D) -> (N, D), per position
+			return nil, fmt.Errorf("nn: transformer forward: layer norm: %w", err)
+		}
+	}
 	logits := G.Must(G.Mul(h, tr.unemb))                   // (N, D) x (D, V) -> (N, V)
 	flat := G.Must(G.Reshape(logits, tensor.Shape{n * v})) // (N, V) -> (N*V)
 	slots, err := gather(flat, fw.sel)                     // (N*V), (N*R) -> (N*R)

@@ -1,0 +1,317 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// layerNormCases are the transformer variants the layer-norm tests run on.
+var layerNormCases = []struct {
+	name   string
+	heads  int
+	pos    string
+	prompt bool
+}{
+	{"2heads-learned", 2, "learned", false},
+	{"2heads-learned-prompt", 2, "learned", true},
+	{"1head-none", 1, "none", false},
+	{"1head-none-prompt", 1, "none", true},
+}
+
+// randomWindows returns b windows of 1 to n tokens at random starts, with a
+// random prompt when prompt is true (-1 otherwise).
+func randomWindows(rng *rand.Rand, s Support, b, n int, prompt bool) []Window {
+	rows := make([]Window, b)
+	for i := range rows {
+		p := -1
+		if prompt {
+			p = rng.IntN(s.Rows())
+		}
+		rows[i] = Window{Prompt: p, Start: rng.IntN(10), Tokens: randomWalk(rng, s, 1+rng.IntN(n))}
+	}
+	return rows
+}
+
+// Known answer: LN([1 2 3 4]) with gain g and bias b is (h - 2.5) /
+// sqrt(1.25 + 1e-5) * g + b, in the graph and in plain Go, for every row.
+func TestLayerNormKnownAnswer(t *testing.T) {
+	h := []float64{1, 2, 3, 4, -2, 0, 2, 8}
+	gain, bias := []float64{1, 2, -1, 0.5}, []float64{0, 1, 0, -3}
+	want := make([]float64, len(h))
+	for r, mean := range []float64{2.5, 2} {
+		variance := []float64{1.25, 14}[r]
+		for i := 0; i < 4; i++ {
+			want[r*4+i] = (h[r*4+i]-mean)/math.Sqrt(variance+1e-5)*gain[i] + bias[i]
+		}
+	}
+	g := G.NewGraph()
+	hn := G.NewMatrix(g, G.Float64, G.WithShape(2, 4), G.WithName("h"),
+		G.WithValue(tensor.New(tensor.WithShape(2, 4), tensor.WithBacking(slices.Clone(h))))) // (2, 4)
+	gn := G.NewVector(g, G.Float64, G.WithShape(4), G.WithName("gain"),
+		G.WithValue(tensor.New(tensor.WithShape(4), tensor.WithBacking(gain)))) // (4)
+	bn := G.NewVector(g, G.Float64, G.WithShape(4), G.WithName("bias"),
+		G.WithValue(tensor.New(tensor.WithShape(4), tensor.WithBacking(bias)))) // (4)
+	out, err := layerNorm(hn, gn, bn) // (2, 4) -> (2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var val G.Value
+	G.Read(out, &val)
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	got := val.Data().([]float64)
+	for r := 0; r < 2; r++ {
+		vec := slices.Clone(h[r*4 : (r+1)*4])
+		layerNormVec(vec, gain, bias)
+		for i := 0; i < 4; i++ {
+			if w := want[r*4+i]; !closeTo(got[r*4+i], w, 1e-12) || !closeTo(vec[i], w, 1e-12) {
+				t.Errorf("row %d feature %d: got graph %v, plain Go %v, want %v", r, i, got[r*4+i], vec[i], w)
+			}
+		}
+	}
+}
+
+// With LayerNorm, the parameters are E, [P,] WQ, WK, WV, WO, LN_gain,
+// LN_bias, U, with gain 1 and bias 0 at the exact initialisation.
+func TestTransformerLayerNormLearnables(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	v := 6
+	s := randomSupport(rng, v)
+	for _, tc := range []struct {
+		pos  string
+		want []string
+	}{
+		{"learned", []string{"E", "P", "WQ", "WK", "WV", "WO", "LN_gain", "LN_bias", "U"}},
+		{"none", []string{"E", "WQ", "WK", "WV", "WO", "LN_gain", "LN_bias", "U"}},
+	} {
+		cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 1, Context: 2, Positional: tc.pos, LayerNorm: true}
+		tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, n := range tr.Learnables() {
+			names = append(names, n.Name())
+			data := n.Value().Data().([]float64)
+			switch n.Name() {
+			case "LN_gain", "LN_bias":
+				want := 1.0
+				if n.Name() == "LN_bias" {
+					want = 0
+				}
+				if len(data) != v || slices.ContainsFunc(data, func(x float64) bool { return x != want }) {
+					t.Errorf("%s %s: got %v, want %d values %v", tc.pos, n.Name(), data, v, want)
+				}
+			}
+		}
+		if !slices.Equal(names, tc.want) {
+			t.Errorf("%s: got learnables %v, want %v", tc.pos, names, tc.want)
+		}
+	}
+}
+
+// With LayerNorm, the exact initialisation gives the bigram's row
+// log-softmax on random windows (random starts, with and without a
+// prompt), in the graph and in the sampler; masked slots keep probability
+// exactly 0 despite the corrections written on masked entries of U.
+func TestTransformerLayerNormInitEqualsBigram(t *testing.T) {
+	for _, tc := range layerNormCases {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(43, 44))
+			v := 12
+			s := randomSupport(rng, v)
+			logits := randomVector(rng, s.NNZ(), 3)
+			cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: tc.heads, Context: 3, Positional: tc.pos,
+				LayerNorm: true, Prompt: tc.prompt}
+			tr, err := NewTransformerFromBigram(cfg, logits, rng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := maxAbs(tr.unemb.Value().Data().([]float64)); m >= 1e3 {
+				t.Errorf("max |U|: got %v, want far below the mask's 1e8", m)
+			}
+			want := func(x int) []float64 {
+				row := slices.Clone(logits[s.Offsets[x]:s.Offsets[x+1]])
+				segmentLogSoftmaxForward(row, row, []int{0, len(row)}, nil)
+				return row
+			}
+			const b, n = 4, 7
+			h := newHarness(t, tr, b, n, nil)
+			_, _, r := h.fw.Shape()
+			for round := 0; round < 5; round++ {
+				rows := randomWindows(rng, s, b, n, tc.prompt)
+				h.runWindows(t, rows)
+				for i, w := range rows {
+					smp := tr.Sampler()
+					if err := smp.ResetAt(w.Start, w.Prompt); err != nil {
+						t.Fatal(err)
+					}
+					for k, x := range w.Tokens {
+						wl := want(x)
+						got := h.logProbsAt(i, k, len(wl))
+						sp, err := smp.Push(x)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for j := range wl {
+							if !closeTo(got[j], wl[j], 1e-9) || !closeTo(sp[j], wl[j], 1e-9) {
+								t.Fatalf("round %d row %d pos %d entry %d: got graph %v, sampler %v, want %v", round, i, k, j, got[j], sp[j], wl[j])
+							}
+						}
+						p := i*n + k
+						for j := len(wl); j < r; j++ {
+							if lp := h.logp.Data().([]float64)[p*r+j]; math.Exp(lp) != 0 {
+								t.Fatalf("masked slot %d of row %d pos %d: got prob %v, want 0", j, i, k, math.Exp(lp))
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// With LayerNorm, random parameters (gain and bias away from 1 and 0, W_O
+// away from 0), a prompt or not and Start offsets, the autodiff gradient
+// matches central finite differences for every parameter.
+func TestTransformerLayerNormGradientFiniteDifference(t *testing.T) {
+	for _, tc := range layerNormCases {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(45, 46))
+			v := 4
+			s := randomSupport(rng, v)
+			cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: tc.heads, Context: 2,
+				Positional: tc.pos, LayerNorm: true, Prompt: tc.prompt}
+			tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			randomizeParams(t, tr, rng, 0.7)
+			const b, n = 2, 4
+			rows := []Window{{Prompt: -1, Start: 5, Tokens: randomWalk(rng, s, n)}, {Prompt: -1, Start: 2, Tokens: randomWalk(rng, s, n-1)}}
+			if tc.prompt {
+				rows[0].Prompt, rows[1].Prompt = 3, 0
+			}
+			w := randomVector(rng, b*n, 1)
+			for i := range w {
+				if !(i%n+1 < len(rows[i/n].Tokens)) {
+					w[i] = 0
+				}
+			}
+			h := newHarness(t, tr, b, n, w)
+			h.runWindows(t, rows)
+			grads := make([][]float64, len(h.grads))
+			for i, g := range h.grads {
+				grads[i] = slices.Clone(g.Data().([]float64))
+			}
+			loss := func() float64 {
+				h.runWindows(t, rows)
+				return h.loss.Data().(float64)
+			}
+			const eps = 1e-5
+			for k, node := range tr.Learnables() {
+				if maxAbs(grads[k]) == 0 {
+					t.Errorf("d loss / d %s: got all zeros, want a gradient", node.Name())
+				}
+				data := node.Value().Data().([]float64)
+				for i := range data {
+					x := data[i]
+					data[i] = x + eps
+					up := loss()
+					data[i] = x - eps
+					down := loss()
+					data[i] = x
+					fd := (up - down) / (2 * eps)
+					if g := grads[k][i]; math.Abs(g-fd) > 1e-6*(math.Abs(g)+math.Abs(fd))+1e-9 {
+						t.Errorf("d loss / d %s[%d]: got autodiff %v, want finite difference %v", node.Name(), i, g, fd)
+					}
+				}
+			}
+		})
+	}
+}
+
+// With LayerNorm and random parameters, a sampler started at each window's
+// Start (and prompt) gives the graph's log-probs to 1e-12.
+func TestTransformerLayerNormSamplerMatchesGraph(t *testing.T) {
+	for _, tc := range layerNormCases {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(47, 48))
+			v := 10
+			s := randomSupport(rng, v)
+			cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: tc.heads, Context: 3, Positional: tc.pos,
+				LayerNorm: true, Prompt: tc.prompt}
+			tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const b, n = 3, 9
+			h := newHarness(t, tr, b, n, nil)
+			for round := 0; round < 3; round++ {
+				randomizeParams(t, tr, rng, 0.8)
+				rows := randomWindows(rng, s, b, n, tc.prompt)
+				h.runWindows(t, rows)
+				for i, w := range rows {
+					smp := tr.Sampler()
+					if err := smp.ResetAt(w.Start, w.Prompt); err != nil {
+						t.Fatal(err)
+					}
+					for k, x := range w.Tokens {
+						sp, err := smp.Push(x)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got := h.logProbsAt(i, k, len(sp))
+						for j := range sp {
+							if !closeTo(sp[j], got[j], 1e-12) {
+								t.Fatalf("round %d row %d (start %d) pos %d entry %d: got sampler %v, want graph %v", round, i, w.Start, k, j, sp[j], got[j])
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// The exact initialisation with LayerNorm needs a masked transition into
+// every token, and corrections far from the mask's scale.
+func TestTransformerLayerNormInitErrors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(49, 50))
+	// Token 2 follows every token; the other columns have masked rows.
+	full := Support{Offsets: []int{0, 2, 4, 5, 7}, Next: []int{0, 2, 2, 3, 2, 1, 2}}
+	big := Support{Offsets: []int{0, 1, 2, 3}, Next: []int{1, 1, 0}}
+	tests := []struct {
+		name   string
+		s      Support
+		logits []float64
+		want   string
+	}{
+		{"dense", DenseSupport(4), make([]float64, 16), "token 0 follows every token"},
+		{"one-full-column", full, make([]float64, full.NNZ()), "token 2 follows every token"},
+		{"large-correction", big, []float64{6e6, 6e6, 0}, "token 1: the logits into it sum to 1.2e+07"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := tc.s.Rows()
+			cfg := TransformerConfig{Vocab: v, Support: tc.s, Dim: v, Heads: 1, Context: 2, Positional: "learned", LayerNorm: true}
+			_, err := NewTransformerFromBigram(cfg, tc.logits, rng)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "nn: transformer: layer_norm: ") {
+				t.Errorf("got %v, want an error naming %q", err, tc.want)
+			}
+			cfg.LayerNorm = false
+			if _, err := NewTransformerFromBigram(cfg, tc.logits, rng); err != nil {
+				t.Errorf("without layer norm: got %v, want nil", err)
+			}
+		})
+	}
+}
