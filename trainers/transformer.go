@@ -20,6 +20,7 @@ type TransformerOptions struct {
 	Heads      int    `json:"heads"`      // attention heads (the width is the vocabulary size, as the exact initialisation needs)
 	Context    int    `json:"context"`    // attention window in tokens
 	Positional string `json:"positional"` // "learned" or "none"
+	LayerNorm  bool   `json:"layer_norm"` // layer norm before the unembedding
 	// Prompt puts the rollout's target token before s0 -> f, where every
 	// position can attend to it; the paper's bigram never sees the target.
 	Prompt bool `json:"prompt"`
@@ -155,7 +156,7 @@ func NewTransformer(cfg Config, opts TransformerOptions, g *tasks.Graph, init, t
 	}
 
 	tcfg := nn.TransformerConfig{Vocab: g.NumStates(), Support: support(g), Heads: opts.Heads, Context: opts.Context,
-		Positional: opts.Positional, Prompt: opts.Prompt}
+		Positional: opts.Positional, Prompt: opts.Prompt, LayerNorm: opts.LayerNorm}
 	logits := init
 	if opts.Prompt { // target tokens (tokenizer ids after the states), each with the row {s0 -> f}
 		tcfg.Vocab += g.W()

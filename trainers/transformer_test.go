@@ -26,8 +26,8 @@ func newTransformer(t testing.TB, cfg Config, opts TransformerOptions, g *tasks.
 
 // TestTransformerStartsAtBigram: at step 0 the transformer's Monte Carlo
 // hitting time agrees with the exact hitting time of the bigram it was
-// initialised from (within 4 standard errors), with and without a prompt,
-// from the pretrained world model and from random logits.
+// initialised from (within 4 standard errors), with and without a prompt
+// and layer norm, from the pretrained world model and from random logits.
 func TestTransformerStartsAtBigram(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -46,17 +46,18 @@ func TestTransformerStartsAtBigram(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, prompt := range []bool{false, true} {
+		for _, variant := range []struct{ prompt, layerNorm bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+			prompt := variant.prompt
 			opts := DefaultTransformerOptions()
-			opts.Prompt, opts.EvalRollouts = prompt, 5000
+			opts.Prompt, opts.LayerNorm, opts.EvalRollouts = prompt, variant.layerNorm, 5000
 			cfg := SampledDefaults(DefaultConfig(), "ppo")
 			row, err := newTransformer(t, cfg, opts, g, init).measure()
 			if err != nil {
 				t.Fatal(err)
 			}
 			if se := row.HittingTimeCI95 / 1.96; math.Abs(row.HittingTime-exact.HittingTime) > 4*se || row.MCSuccessRate != 1 {
-				t.Errorf("random init %v, prompt %v: Monte Carlo %.4g ± %.2g (success %v), bigram's exact %.6g",
-					init != nil, prompt, row.HittingTime, row.HittingTimeCI95, row.MCSuccessRate, exact.HittingTime)
+				t.Errorf("random init %v, %+v: Monte Carlo %.4g ± %.2g (success %v), bigram's exact %.6g",
+					init != nil, variant, row.HittingTime, row.HittingTimeCI95, row.MCSuccessRate, exact.HittingTime)
 			}
 		}
 	}

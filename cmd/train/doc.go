@@ -96,6 +96,8 @@
 //	-positional NAME       learned (default) | none
 //	-prompt                put the target's token before s0 -> f, visible to every
 //	                       position (the paper's bigram never sees the target)
+//	-layer-norm            layer norm before the unembedding (the initialisation
+//	                       stays exact: masked logits absorb its centring)
 //	-stride N, -windows N  training cuts rollouts into windows of N trained positions
 //	                       (plus context) and fills the graph with -windows of them
 //	                       (24, 32)
@@ -229,6 +231,8 @@ transformer flags (-model transformer):
   -positional NAME       learned (default) | none
   -prompt                put the target's token before s0 -> f, visible to every
                          position (the paper's bigram never sees the target)
+  -layer-norm            layer norm before the unembedding (the initialisation
+                         stays exact: masked logits absorb its centring)
   -stride N, -windows N  training cuts rollouts into windows of N trained positions
                          (plus context) and fills the graph with -windows of them
                          (24, 32)

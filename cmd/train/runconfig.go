@@ -144,6 +144,7 @@ func runFlags(fs *flag.FlagSet, rc *runConfig, gf *graphFlags, tf *trainers.Tran
 	fs.IntVar(&tf.Context, "context", tf.Context, "transformer: attention window in tokens")
 	fs.StringVar(&tf.Positional, "positional", tf.Positional, "transformer: learned or none")
 	fs.BoolVar(&tf.Prompt, "prompt", tf.Prompt, "transformer: put the target's token before s0 -> f, visible to every position")
+	fs.BoolVar(&tf.LayerNorm, "layer-norm", tf.LayerNorm, "transformer: layer norm before the unembedding (the initialisation stays exact)")
 	fs.IntVar(&tf.Stride, "stride", tf.Stride, "transformer: trained positions per training window")
 	fs.IntVar(&tf.Windows, "windows", tf.Windows, "transformer: windows per fill of the graph")
 	fs.IntVar(&tf.EvalRollouts, "eval-rollouts", tf.EvalRollouts, "transformer: Monte Carlo rollouts behind each metrics row's hitting time")
@@ -177,7 +178,7 @@ func runFlags(fs *flag.FlagSet, rc *runConfig, gf *graphFlags, tf *trainers.Tran
 }
 
 // transformerFlags are the flags that configure -model transformer.
-var transformerFlags = []string{"heads", "context", "positional", "prompt", "stride", "windows", "eval-rollouts"}
+var transformerFlags = []string{"heads", "context", "positional", "prompt", "layer-norm", "stride", "windows", "eval-rollouts"}
 
 // findFlag returns the value of -name in args without parsing the rest.
 func findFlag(args []string, name string) string {
