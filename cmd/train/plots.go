@@ -260,9 +260,14 @@ type series struct {
 	x, y []float64
 }
 
-// plotLines draws named curves with a title, axis labels, a legend and,
-// when logY is set, a log-scale y axis.
+// plotLines draws named curves with a title, axis labels, a legend (top
+// left) and, when logY is set, a log-scale y axis.
 func plotLines(path, title, xlabel, ylabel string, logY bool, lines []series) error {
+	return plotLinesLegend(path, title, xlabel, ylabel, logY, true, lines)
+}
+
+// plotLinesLegend is plotLines with the legend top left or top right.
+func plotLinesLegend(path, title, xlabel, ylabel string, logY, legendLeft bool, lines []series) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text, p.Y.Label.Text = xlabel, ylabel
@@ -289,7 +294,7 @@ func plotLines(path, title, xlabel, ylabel string, logY bool, lines []series) er
 		p.Add(l, pts)
 		p.Legend.Add(s.name, l, pts)
 	}
-	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.Top, p.Legend.Left = true, legendLeft
 	return p.Save(8*vg.Inch, 5.5*vg.Inch, path)
 }
 

@@ -84,8 +84,8 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 		fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %s |\n", ln.name, final, num(reachStep), num(reachWall), off, prompt)
 	}
 	lines = append(lines, series{name: "bigram's converged value (exact optimum)", x: []float64{0, float64(steps)}, y: []float64{limit, limit}})
-	if err := plotLines(filepath.Join(dir, "hitting_time.png"), fmt.Sprintf("PPO from the same pretrained bigram, W=K=%d, L=%d (transformer: Monte Carlo)", k, l),
-		"step", "hitting time (transitions, log scale)", true, lines); err != nil {
+	if err := plotLinesLegend(filepath.Join(dir, "hitting_time.png"), fmt.Sprintf("PPO from the same pretrained bigram, W=K=%d, L=%d (transformer: Monte Carlo)", k, l),
+		"step", "hitting time (transitions, log scale)", true, false, lines); err != nil {
 		return "", "", err
 	}
 	for _, f := range []struct{ name, data string }{{"learners.csv", csv.String()}, {"learners.md", table.String()}} {
