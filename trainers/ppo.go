@@ -47,6 +47,34 @@ func ppoObjective(logp, oldLogp, advPos, advNeg *G.Node, eps float64) (obj *G.No
 	return G.Add(pos, neg)
 }
 
+// addRegularizers adds PPO's optional terms to cost over the items' log
+// probabilities logp: KLCoef times the visit-weighted KL to the reference
+// refLogp and EntropyCoef times minus the entropy, both weighted by share.
+func addRegularizers(cost, logp, refLogp, share *G.Node, cfg Config) (*G.Node, error) {
+	for _, term := range []struct {
+		coef  float64
+		build func() (*G.Node, error)
+	}{
+		{cfg.KLCoef, func() (*G.Node, error) { return klPenalty(logp, refLogp, share) }},
+		{cfg.EntropyCoef, func() (*G.Node, error) { return negEntropy(logp, share) }},
+	} {
+		if term.coef == 0 {
+			continue
+		}
+		x, err := term.build()
+		if err != nil {
+			return nil, err
+		}
+		if x, err = G.Mul(G.NewConstant(term.coef), x); err != nil { // () * () -> ()
+			return nil, err
+		}
+		if cost, err = G.Add(cost, x); err != nil { // () + () -> ()
+			return nil, err
+		}
+	}
+	return cost, nil
+}
+
 // klPenalty is sum_i w_i pi_i (log pi_i - log ref_i): with w_i the share of
 // the batch's tokens at item i's state, the visit-weighted KL(pi || ref).
 func klPenalty(logp, refLogp, w *G.Node) (*G.Node, error) {

@@ -85,28 +85,7 @@ func (t *Trainer) buildSampled() (*G.Node, error) {
 			s.refLog.data()[k] = math.Log(t.model.Probs()[e])
 		}
 	}
-	for _, term := range []struct {
-		coef  float64
-		build func() (*G.Node, error)
-	}{
-		{t.cfg.KLCoef, func() (*G.Node, error) { return klPenalty(logp, s.refLog.node, s.share.node) }},
-		{t.cfg.EntropyCoef, func() (*G.Node, error) { return negEntropy(logp, s.share.node) }},
-	} {
-		if term.coef == 0 {
-			continue
-		}
-		x, err := term.build()
-		if err != nil {
-			return nil, err
-		}
-		if x, err = G.Mul(G.NewConstant(term.coef), x); err != nil {
-			return nil, err
-		}
-		if cost, err = G.Add(cost, x); err != nil {
-			return nil, err
-		}
-	}
-	return cost, nil
+	return addRegularizers(cost, logp, s.refLog.node, s.share.node, t.cfg)
 }
 
 // sampledStep is one iteration of sampled RLVR: a batch of rollouts of the

@@ -217,28 +217,7 @@ func (l *learner) buildLoss(cfg Config) (*G.Node, error) {
 		return cost, nil
 	}
 	l.share, l.refLog = newVec(g, n*r, "slot_share"), newVec(g, n*r, "logp_ref")
-	for _, term := range []struct {
-		coef  float64
-		build func() (*G.Node, error)
-	}{
-		{cfg.KLCoef, func() (*G.Node, error) { return klPenalty(l.fw.LogProbs(), l.refLog.node, l.share.node) }},
-		{cfg.EntropyCoef, func() (*G.Node, error) { return negEntropy(l.fw.LogProbs(), l.share.node) }},
-	} {
-		if term.coef == 0 {
-			continue
-		}
-		x, err := term.build()
-		if err != nil {
-			return nil, err
-		}
-		if x, err = G.Mul(G.NewConstant(term.coef), x); err != nil {
-			return nil, err
-		}
-		if cost, err = G.Add(cost, x); err != nil {
-			return nil, err
-		}
-	}
-	return cost, nil
+	return addRegularizers(cost, l.fw.LogProbs(), l.refLog.node, l.share.node, cfg)
 }
 
 // setParams restores the transformer's parameters from one flat vector in
