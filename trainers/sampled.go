@@ -60,10 +60,7 @@ func (t *Trainer) buildSampled() (*G.Node, error) {
 		s.critic = newCritic(t.g.NumStates(), t.g.W(), t.cfg.CriticRate, t.cfg.Lambda)
 	}
 	if t.cfg.Baseline == "fork" {
-		s.fork = make([]bool, t.g.NumStates())
-		for i, st := range t.g.States {
-			s.fork[i] = st.Class == tasks.ForkIn
-		}
+		s.fork = forkStates(t.g)
 	}
 	logp := t.model.LogProbs()
 	if t.cfg.Trainer == "reinforce" {
@@ -104,17 +101,8 @@ func (t *Trainer) sampledStep() error {
 	if err != nil {
 		return fmt.Errorf("trainers: step %d: %w", t.done, err)
 	}
-	// Rollout i of step k draws from its own stream: the batch depends on
-	// (seed, k) only, so a resumed run samples exactly the same batches.
-	b := sp.Rollouts(cfg.Rollouts, horizon, cfg.Seed^(uint64(t.done+1)*0x9e3779b97f4a7c15))
-	lens := make([]int, cfg.Rollouts)
-	hits := 0
-	for i := range lens {
-		lens[i] = b.Len(i)
-		if b.Hit[i] {
-			hits++
-		}
-	}
+	b := sp.Rollouts(cfg.Rollouts, horizon, t.stepSeed())
+	lens := s.record(b, horizon)
 	states, last := b.States(t.g)
 	var adv []float64
 	if s.critic != nil {
@@ -125,10 +113,6 @@ func (t *Trainer) sampledStep() error {
 	} else {
 		adv = tokenAdvantages(lens, b.Hit, states, t.g.NumStates(), b.Targets, t.g.W(), cfg.Beta, cfg.Baseline, s.fork, cfg.NormalizeAdvantages)
 	}
-	s.tokens += b.Tokens()
-	s.rollouts += cfg.Rollouts
-	s.batch = BatchStats{Horizon: horizon, SuccessRate: float64(hits) / float64(cfg.Rollouts),
-		MeanLength: float64(b.Tokens()) / float64(cfg.Rollouts)}
 	if cfg.Trainer == "reinforce" {
 		w := t.in.data()
 		clear(w)
@@ -164,6 +148,39 @@ func (t *Trainer) sampledStep() error {
 	t.batchRatios(b, old)
 	t.done++
 	return nil
+}
+
+// stepSeed seeds the current step's sampling: rollout i of step k draws
+// from its own stream, so a batch depends on (seed, k) only and a resumed
+// run samples exactly the same batches.
+func (t *Trainer) stepSeed() uint64 { return t.cfg.Seed ^ (uint64(t.done+1) * 0x9e3779b97f4a7c15) }
+
+// forkStates marks the fork-incoming states (baseline "fork": the walk
+// renews there).
+func forkStates(g *tasks.Graph) []bool {
+	fork := make([]bool, g.NumStates())
+	for i, st := range g.States {
+		fork[i] = st.Class == tasks.ForkIn
+	}
+	return fork
+}
+
+// record adds a batch to the run's totals, keeps its statistics and
+// returns each rollout's length.
+func (s *sampled) record(b *eval.Batch, horizon int) []int {
+	n := len(b.Targets)
+	lens := make([]int, n)
+	hits := 0
+	for i := range lens {
+		lens[i] = b.Len(i)
+		if b.Hit[i] {
+			hits++
+		}
+	}
+	s.tokens += b.Tokens()
+	s.rollouts += n
+	s.batch = BatchStats{Horizon: horizon, SuccessRate: float64(hits) / float64(n), MeanLength: float64(b.Tokens()) / float64(n)}
+	return lens
 }
 
 // minibatch holds one minibatch's aggregated loss constants.

@@ -127,6 +127,9 @@ func NewTransformer(cfg Config, opts TransformerOptions, g *tasks.Graph, init, t
 	t.tf = l
 	if cfg.Trainer == "reinforce" || cfg.Trainer == "ppo" {
 		t.smp = &sampled{}
+		if cfg.Baseline == "fork" {
+			t.smp.fork = forkStates(g)
+		}
 	}
 	start, err := t.an.Analyze(l.ref)
 	if err != nil {

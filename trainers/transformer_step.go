@@ -137,33 +137,14 @@ func (t *Trainer) transformerSampledStep() error {
 		}
 	}
 	horizon := int(math.Ceil(cfg.HorizonFactor * l.estimate()))
-	ab, err := eval.AgentRollouts(g, l.newAgent(g), cfg.Rollouts, horizon, cfg.Seed^(uint64(t.done+1)*0x9e3779b97f4a7c15))
+	ab, err := eval.AgentRollouts(g, l.newAgent(g), cfg.Rollouts, horizon, t.stepSeed())
 	if err != nil {
 		return fmt.Errorf("trainers: step %d: %w", t.done, err)
 	}
 	b := &ab.Batch
-	lens := make([]int, cfg.Rollouts)
-	hits := 0
-	for i := range lens {
-		lens[i] = b.Len(i)
-		if b.Hit[i] {
-			hits++
-		}
-	}
+	lens := t.smp.record(b, horizon)
 	states, _ := b.States(g)
-	var fork []bool // baseline "fork": the fork-incoming states, where the walk renews
-	if cfg.Baseline == "fork" {
-		fork = make([]bool, g.NumStates())
-		for i, st := range g.States {
-			fork[i] = st.Class == tasks.ForkIn
-		}
-	}
-	adv := tokenAdvantages(lens, b.Hit, states, g.NumStates(), b.Targets, g.W(), cfg.Beta, cfg.Baseline, fork, cfg.NormalizeAdvantages)
-	s := t.smp
-	s.tokens += b.Tokens()
-	s.rollouts += cfg.Rollouts
-	s.batch = BatchStats{Horizon: horizon, SuccessRate: float64(hits) / float64(cfg.Rollouts),
-		MeanLength: float64(b.Tokens()) / float64(cfg.Rollouts)}
+	adv := tokenAdvantages(lens, b.Hit, states, g.NumStates(), b.Targets, g.W(), cfg.Beta, cfg.Baseline, t.smp.fork, cfg.NormalizeAdvantages)
 	seqs := sequences(g, b)
 	m := cfg.Minibatches
 	epochs := cfg.Epochs
@@ -257,7 +238,7 @@ func (t *Trainer) transformerCEStep() error {
 	l, cfg, g := t.tf, t.cfg, t.g
 	var seqs [][]int
 	var targets []int
-	stepSeed := cfg.Seed ^ (uint64(t.done+1) * 0x9e3779b97f4a7c15)
+	stepSeed := t.stepSeed()
 	switch {
 	case cfg.Trainer == "sft":
 		rng := mrand.New(mrand.NewSource(int64(stepSeed)))
