@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
-	"sync"
 
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
@@ -39,33 +37,19 @@ func AgentRollouts(g *tasks.Graph, newAgent func() (Agent, error), n, horizon in
 	if n < 1 || horizon < 1 {
 		return nil, fmt.Errorf("eval: agent rollouts: n %d, horizon %d: want both >= 1", n, horizon)
 	}
-	type part struct {
-		entries []int32
-		logp    []float64
-	}
-	parts := make([]part, n)
-	b := &AgentBatch{Batch: Batch{Targets: make([]int, n), Starts: make([]int, n+1), Hit: make([]bool, n)}}
-	err := eachWorker(n, newAgent, func(i int, a Agent) error {
-		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+	entries, logp := make([][]int32, n), make([][]float64, n)
+	b := &AgentBatch{Batch: Batch{Targets: make([]int, n), Hit: make([]bool, n)}}
+	err := eachRollout(n, seed, newAgent, func(i int, a Agent, rng *rand.Rand) error {
 		b.Targets[i] = 1 + rng.IntN(g.W())
 		var err error
-		parts[i].entries, parts[i].logp, b.Hit[i], err = agentRollout(g, a, b.Targets[i], horizon, rng, nil, nil)
+		entries[i], logp[i], b.Hit[i], err = agentRollout(g, a, b.Targets[i], horizon, rng, nil, nil)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("eval: agent: %w", err)
 	}
-	total := 0
-	for _, p := range parts {
-		total += len(p.entries)
-	}
-	b.Entries, b.LogProbs = make([]int32, 0, total), make([]float64, 0, total)
-	for i, p := range parts {
-		b.Starts[i] = len(b.Entries)
-		b.Entries = append(b.Entries, p.entries...)
-		b.LogProbs = append(b.LogProbs, p.logp...)
-	}
-	b.Starts[n] = len(b.Entries)
+	b.Entries, b.Starts = concat(entries)
+	b.LogProbs, _ = concat(logp)
 	return b, nil
 }
 
@@ -79,45 +63,15 @@ func AgentMonteCarlo(g *tasks.Graph, newAgent func() (Agent, error), n, horizon 
 		return MCResult{}, fmt.Errorf("eval: agent monte carlo: horizon %d: want >= 1", horizon)
 	}
 	lens, hits := make([]int, n), make([]bool, n)
-	err := eachWorker(n, newAgent, func(i int, a Agent) error {
-		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+	err := eachRollout(n, seed, newAgent, func(i int, a Agent, rng *rand.Rand) error {
 		entries, _, hit, err := agentRollout(g, a, 1+rng.IntN(g.W()), horizon, rng, nil, nil)
 		lens[i], hits[i] = len(entries), hit
 		return err
 	})
 	if err != nil {
-		return MCResult{}, err
+		return MCResult{}, fmt.Errorf("eval: agent: %w", err)
 	}
 	return summarize(lens, hits), nil
-}
-
-// eachWorker calls f(i, agent) for i in [0, n), spread over the cores with
-// one agent per worker, and returns the first error.
-func eachWorker(n int, newAgent func() (Agent, error), f func(i int, a Agent) error) error {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a, err := newAgent()
-			if err != nil {
-				errs[w] = err
-				return
-			}
-			for i := w; i < n && errs[w] == nil; i += workers {
-				errs[w] = f(i, a)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return fmt.Errorf("eval: agent: %w", err)
-		}
-	}
-	return nil
 }
 
 // agentRollout runs one rollout of a toward target, appending the entries

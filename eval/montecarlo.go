@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
-	"sync"
 
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
@@ -94,20 +92,10 @@ type rolloutFunc func(target int, rng *rand.Rand, w *scratchRollout) (int, bool)
 func monteCarlo(n int, seed uint64, w int, f rolloutFunc) MCResult {
 	lens := make([]int, n)
 	hits := make([]bool, n)
-	workers := min(runtime.GOMAXPROCS(0), n)
-	var wg sync.WaitGroup
-	for k := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var scratch scratchRollout
-			for i := k; i < n; i += workers {
-				rng := rand.New(rand.NewPCG(seed, uint64(i)))
-				lens[i], hits[i] = f(1+rng.IntN(w), rng, &scratch)
-			}
-		}()
-	}
-	wg.Wait()
+	eachRollout(n, seed, func() (*scratchRollout, error) { return &scratchRollout{}, nil }, func(i int, scratch *scratchRollout, rng *rand.Rand) error {
+		lens[i], hits[i] = f(1+rng.IntN(w), rng, scratch)
+		return nil
+	})
 	return summarize(lens, hits)
 }
 

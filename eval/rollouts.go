@@ -85,37 +85,61 @@ func (t *table) entry(s int32, u float64) int32 {
 // then the policy must reach every target surely).
 func (sp *Sampler) Rollouts(n, horizon int, seed uint64) *Batch {
 	W := sp.g.W()
-	parts := make([]struct {
-		entries []int32
-		lens    []int
-	}, n)
-	b := &Batch{Targets: make([]int, n), Starts: make([]int, n+1), Hit: make([]bool, n)}
+	parts := make([][]int32, n)
+	b := &Batch{Targets: make([]int, n), Hit: make([]bool, n)}
+	eachRollout(n, seed, func() (struct{}, error) { return struct{}{}, nil }, func(i int, _ struct{}, rng *rand.Rand) error {
+		b.Targets[i] = 1 + rng.IntN(W)
+		parts[i], b.Hit[i] = sp.tab.rollout(b.Targets[i], horizon, rng, nil)
+		return nil
+	})
+	b.Entries, b.Starts = concat(parts)
+	return b
+}
+
+// eachRollout calls f(i, worker, rng) for every rollout i in [0, n),
+// spread over the cores with one worker made by newWorker per goroutine
+// (its scratch memory or agent) and rollout i's own random stream seeded
+// by (seed, i), so results do not depend on the number of cores. It
+// returns the first error.
+func eachRollout[W any](n int, seed uint64, newWorker func() (W, error), f func(i int, w W, rng *rand.Rand) error) error {
 	workers := min(runtime.GOMAXPROCS(0), n)
+	errs := make([]error, workers)
 	var wg sync.WaitGroup
-	for w := range workers {
+	for k := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := w; i < n; i += workers {
-				rng := rand.New(rand.NewPCG(seed, uint64(i)))
-				target := 1 + rng.IntN(W)
-				b.Targets[i] = target
-				parts[i].entries, b.Hit[i] = sp.tab.rollout(target, horizon, rng, nil)
+			w, err := newWorker()
+			if err != nil {
+				errs[k] = err
+				return
+			}
+			for i := k; i < n && errs[k] == nil; i += workers {
+				errs[k] = f(i, w, rand.New(rand.NewPCG(seed, uint64(i))))
 			}
 		}()
 	}
 	wg.Wait()
-	total := 0
-	for i := range parts {
-		total += len(parts[i].entries)
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
-	b.Entries = make([]int32, 0, total)
-	for i := range parts {
-		b.Starts[i] = len(b.Entries)
-		b.Entries = append(b.Entries, parts[i].entries...)
+	return nil
+}
+
+// concat joins per-rollout slices in order and returns the offsets where
+// each starts (len(parts)+1 of them).
+func concat[T any](parts [][]T) ([]T, []int) {
+	starts := make([]int, len(parts)+1)
+	for i, p := range parts {
+		starts[i+1] = starts[i] + len(p)
 	}
-	b.Starts[n] = len(b.Entries)
-	return b
+	out := make([]T, 0, starts[len(parts)])
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out, starts
 }
 
 // rollout runs one rollout toward target and appends the transitions taken
