@@ -234,21 +234,33 @@ func (t *Trainer) minibatches(b *eval.Batch, adv []float64, states []int32) []mi
 func (t *Trainer) batchRatios(b *eval.Batch, old []float64) {
 	s := t.smp
 	now := t.model.Probs()
-	var kl, clipped, n float64
+	var rs ratioStats
 	for _, e := range b.Entries {
-		k := s.paramOf[e]
-		if k < 0 {
-			continue
+		if k := s.paramOf[e]; k >= 0 {
+			rs.add(now[e]/math.Exp(old[k]), t.cfg.Clip)
 		}
-		r := now[e] / math.Exp(old[k])
-		kl += (r - 1) - math.Log(r)
-		if math.Abs(r-1) > t.cfg.Clip {
-			clipped++
-		}
-		n++
 	}
-	if n > 0 {
-		s.batch.ApproxKL, s.batch.ClipFrac = kl/n, clipped/n
+	rs.record(&s.batch)
+}
+
+// ratioStats accumulates, over the tokens of a batch, PPO's approximate KL
+// (r - 1) - log r and the count of ratios r = pi/pi_old outside
+// [1-clip, 1+clip].
+type ratioStats struct{ kl, clipped, n float64 }
+
+func (rs *ratioStats) add(r, clip float64) {
+	rs.kl += (r - 1) - math.Log(r)
+	if math.Abs(r-1) > clip {
+		rs.clipped++
+	}
+	rs.n++
+}
+
+// record writes the means into the batch statistics (nothing without
+// tokens).
+func (rs ratioStats) record(b *BatchStats) {
+	if rs.n > 0 {
+		b.ApproxKL, b.ClipFrac = rs.kl/rs.n, rs.clipped/rs.n
 	}
 }
 

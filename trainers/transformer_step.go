@@ -195,7 +195,9 @@ func (t *Trainer) transformerSampledStep() error {
 		}
 	}
 	if cfg.Trainer == "ppo" {
-		t.transformerRatios(seqs, ab)
+		if err := t.transformerRatios(seqs, ab); err != nil {
+			return err
+		}
 	}
 	t.done++
 	return nil
@@ -204,30 +206,26 @@ func (t *Trainer) transformerSampledStep() error {
 // transformerRatios logs PPO's approximate KL and clip fraction over the
 // batch's trained tokens after the updates, replaying each rollout through
 // a sampler of the updated transformer.
-func (t *Trainer) transformerRatios(seqs [][]int, ab *eval.AgentBatch) {
+func (t *Trainer) transformerRatios(seqs [][]int, ab *eval.AgentBatch) error {
 	sp := t.tf.tr.Sampler()
-	var kl, clipped, n float64
+	var rs ratioStats
 	for i, seq := range seqs {
-		if sp.ResetAt(0, t.tf.prompt(ab.Targets[i])) != nil {
-			return
+		if err := sp.ResetAt(0, t.tf.prompt(ab.Targets[i])); err != nil {
+			return fmt.Errorf("trainers: step %d: %w", t.done, err)
 		}
 		for p, x := range seq[:len(seq)-1] {
 			logp, err := sp.Push(x)
-			if err != nil || !t.g.Trained(x) {
-				continue
+			if err != nil {
+				return fmt.Errorf("trainers: step %d: %w", t.done, err)
 			}
-			e := int(ab.Entries[ab.Starts[i]+p])
-			r := math.Exp(logp[e-t.g.Offsets[x]] - ab.LogProbs[ab.Starts[i]+p])
-			kl += (r - 1) - math.Log(r)
-			if math.Abs(r-1) > t.cfg.Clip {
-				clipped++
+			if t.g.Trained(x) {
+				tok := ab.Starts[i] + p
+				rs.add(math.Exp(logp[int(ab.Entries[tok])-t.g.Offsets[x]]-ab.LogProbs[tok]), t.cfg.Clip)
 			}
-			n++
 		}
 	}
-	if n > 0 {
-		t.smp.batch.ApproxKL, t.smp.batch.ClipFrac = kl/n, clipped/n
-	}
+	rs.record(&t.smp.batch)
+	return nil
 }
 
 // transformerCEStep is one cross-entropy step of the transformer on
