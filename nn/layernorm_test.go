@@ -208,34 +208,7 @@ func TestTransformerLayerNormGradientFiniteDifference(t *testing.T) {
 				}
 			}
 			h := newHarness(t, tr, b, n, w)
-			h.runWindows(t, rows)
-			grads := make([][]float64, len(h.grads))
-			for i, g := range h.grads {
-				grads[i] = slices.Clone(g.Data().([]float64))
-			}
-			loss := func() float64 {
-				h.runWindows(t, rows)
-				return h.loss.Data().(float64)
-			}
-			const eps = 1e-5
-			for k, node := range tr.Learnables() {
-				if maxAbs(grads[k]) == 0 {
-					t.Errorf("d loss / d %s: got all zeros, want a gradient", node.Name())
-				}
-				data := node.Value().Data().([]float64)
-				for i := range data {
-					x := data[i]
-					data[i] = x + eps
-					up := loss()
-					data[i] = x - eps
-					down := loss()
-					data[i] = x
-					fd := (up - down) / (2 * eps)
-					if g := grads[k][i]; math.Abs(g-fd) > 1e-6*(math.Abs(g)+math.Abs(fd))+1e-9 {
-						t.Errorf("d loss / d %s[%d]: got autodiff %v, want finite difference %v", node.Name(), i, g, fd)
-					}
-				}
-			}
+			h.checkFiniteDifferences(t, tr, func() { h.runWindows(t, rows) })
 		})
 	}
 }

@@ -3,6 +3,7 @@ package nn
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -243,37 +244,43 @@ func TestTransformerGradientFiniteDifference(t *testing.T) {
 				}
 			}
 			h := newHarness(t, tr, b, n, w)
-			h.run(t, seqs)
-			grads := make([][]float64, len(h.grads))
-			for i, g := range h.grads {
-				grads[i] = append([]float64(nil), g.Data().([]float64)...)
-			}
-			loss := func() float64 {
-				h.run(t, seqs)
-				return h.loss.Data().(float64)
-			}
-			for k, node := range tr.Learnables() {
-				if maxAbs(grads[k]) == 0 {
-					t.Errorf("d loss / d %s: got all zeros, want a gradient", node.Name())
-				}
-			}
-			const eps = 1e-5
-			for k, node := range tr.Learnables() {
-				data := node.Value().Data().([]float64)
-				for i := range data {
-					x := data[i]
-					data[i] = x + eps
-					up := loss()
-					data[i] = x - eps
-					down := loss()
-					data[i] = x
-					fd := (up - down) / (2 * eps)
-					if g := grads[k][i]; math.Abs(g-fd) > 1e-6*(math.Abs(g)+math.Abs(fd))+1e-9 {
-						t.Errorf("d loss / d %s[%d]: got autodiff %v, want finite difference %v", node.Name(), i, g, fd)
-					}
-				}
-			}
+			h.checkFiniteDifferences(t, tr, func() { h.run(t, seqs) })
 		})
+	}
+}
+
+// checkFiniteDifferences fills and runs the graph with run, then checks
+// that no parameter's autodiff gradient is all zeros and that each equals
+// the central finite difference of the loss (relative 1e-6).
+func (h *harness) checkFiniteDifferences(t *testing.T, tr *Transformer, run func()) {
+	t.Helper()
+	run()
+	grads := make([][]float64, len(h.grads))
+	for i, g := range h.grads {
+		grads[i] = slices.Clone(g.Data().([]float64))
+	}
+	loss := func() float64 {
+		run()
+		return h.loss.Data().(float64)
+	}
+	const eps = 1e-5
+	for k, node := range tr.Learnables() {
+		if maxAbs(grads[k]) == 0 {
+			t.Errorf("d loss / d %s: got all zeros, want a gradient", node.Name())
+		}
+		data := node.Value().Data().([]float64)
+		for i := range data {
+			x := data[i]
+			data[i] = x + eps
+			up := loss()
+			data[i] = x - eps
+			down := loss()
+			data[i] = x
+			fd := (up - down) / (2 * eps)
+			if g := grads[k][i]; math.Abs(g-fd) > 1e-6*(math.Abs(g)+math.Abs(fd))+1e-9 {
+				t.Errorf("d loss / d %s[%d]: got autodiff %v, want finite difference %v", node.Name(), i, g, fd)
+			}
+		}
 	}
 }
 
