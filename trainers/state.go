@@ -105,8 +105,8 @@ func (t *Trainer) Restore(s State) error {
 		l.mcStep, l.nextData, l.loss = int(c["mc_step"]), int(c["next_trace"]), c["loss"]
 		l.mc = eval.MCResult{N: int(c["mc_n"]), Hits: int(c["mc_hits"]), HittingTime: c["mc_hitting_time"], CI95: c["mc_ci95"],
 			SuccessRate: c["mc_success_rate"], MeanLength: c["mc_mean_length"]}
-		if l.traces != nil && (l.nextData < 0 || l.nextData >= len(l.traces.Targets)) {
-			return fmt.Errorf("trainers: restore: next trace %d outside [0, %d)", l.nextData, len(l.traces.Targets))
+		if l.traces != nil && (l.nextData < 0 || l.nextData >= len(l.traces)) {
+			return fmt.Errorf("trainers: restore: next trace %d outside [0, %d)", l.nextData, len(l.traces))
 		}
 	}
 	t.done, t.res = s.Step, nil

@@ -78,13 +78,14 @@ type learner struct {
 	ref                    []float64 // the starting bigram's policy, CSR order
 	states                 int       // the graph's states: target x's prompt token is states + x - 1
 
-	mc       eval.MCResult // the latest Monte Carlo measurement
-	mcStep   int           // the step it was taken at (-1: none)
-	mcCap    int           // its horizon
-	loss     float64       // cross-entropy of the latest batch
-	teacher  []float64     // distill
-	traces   *eval.AgentBatch
-	nextData int // distill with fixed traces: the next trace to use
+	mc           eval.MCResult // the latest Monte Carlo measurement
+	mcStep       int           // the step it was taken at (-1: none)
+	mcCap        int           // its horizon
+	loss         float64       // cross-entropy of the latest batch
+	teacher      []float64     // distill
+	traces       [][]int       // distill with fixed traces: the traces as token sequences
+	traceTargets []int         // and their targets
+	nextData     int           // the next trace to use
 }
 
 // NewTransformer builds a trainer of a transformer initialised from the
@@ -150,9 +151,11 @@ func NewTransformer(cfg Config, opts TransformerOptions, g *tasks.Graph, init, t
 		}
 		t.limit = r.HittingTime
 		if cfg.DistillTraces > 0 {
-			if l.traces, err = teacherTraces(g, teacher, cfg.DistillTraces, int(math.Ceil(100*r.HittingTime)), cfg.Seed); err != nil {
+			b, err := teacherTraces(g, teacher, cfg.DistillTraces, int(math.Ceil(100*r.HittingTime)), cfg.Seed)
+			if err != nil {
 				return nil, err
 			}
+			l.traces, l.traceTargets = sequences(g, &b.Batch), b.Targets
 		}
 	default:
 		t.limit = pred.RLVROptimum

@@ -249,10 +249,9 @@ func (t *Trainer) transformerCEStep() error {
 			seqs, targets = append(seqs, path), append(targets, x)
 		}
 	case l.traces != nil: // a fixed set of traces, taken in turn
-		all := sequences(g, &l.traces.Batch)
 		for range cfg.Rollouts {
-			seqs, targets = append(seqs, all[l.nextData]), append(targets, l.traces.Targets[l.nextData])
-			l.nextData = (l.nextData + 1) % len(all)
+			seqs, targets = append(seqs, l.traces[l.nextData]), append(targets, l.traceTargets[l.nextData])
+			l.nextData = (l.nextData + 1) % len(l.traces)
 		}
 	default:
 		b, err := teacherTraces(g, l.teacher, cfg.Rollouts, int(math.Ceil(100*t.limit)), stepSeed)
