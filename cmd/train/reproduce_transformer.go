@@ -58,8 +58,7 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 		if err != nil {
 			return "", "", err
 		}
-		col := func(name string) int { return strings.Count(metricsHeader[:strings.Index(metricsHeader, name)], ",") }
-		st, h, ci, wall := col("step"), col("hitting_time"), col("hitting_time_ci95"), col("wall_seconds")
+		st, h, ci, wall := metricsColumn("step"), metricsColumn("hitting_time"), metricsColumn("hitting_time_ci95"), metricsColumn("wall_seconds")
 		sr := series{name: ln.name}
 		reachStep, reachWall := math.NaN(), math.NaN()
 		for _, row := range rows {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -412,16 +413,18 @@ func printSummary(w io.Writer, rc runConfig, s summary) {
 	}
 }
 
+// metricsColumn is the index of a metrics.csv column (-1: none).
+func metricsColumn(name string) int { return slices.Index(strings.Split(metricsHeader, ","), name) }
+
 // maxColumn is the largest value of a metrics.csv column over the whole run
 // (resumed sessions included).
 func (r *runDir) maxColumn(name string) float64 {
 	r.mw.Flush()
 	rows, err := readCSV(filepath.Join(r.dir, "metrics.csv"))
-	col := strings.Index(metricsHeader, name)
+	col := metricsColumn(name)
 	if err != nil || col < 0 {
 		return math.NaN()
 	}
-	col = strings.Count(metricsHeader[:col], ",")
 	m := math.NaN()
 	for _, row := range rows {
 		if col < len(row) && !(row[col] <= m) {

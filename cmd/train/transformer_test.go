@@ -57,7 +57,7 @@ func TestRunTransformer(t *testing.T) {
 		t.Fatal(err)
 	}
 	const h0 = 165 // the pretrained bigram's, (2W-1)(1+K+K/L)(1+K(L+1)): SFT moved away from it
-	if h, ci := rows[0][1], rows[0][15]; math.Abs(h-want) > 2*ci || math.Abs(want-h0) < 4*ci {
+	if h, ci := rows[0][metricsColumn("hitting_time")], rows[0][metricsColumn("hitting_time_ci95")]; math.Abs(h-want) > 2*ci || math.Abs(want-h0) < 4*ci {
 		t.Errorf("transformer from the sft bigram starts at %v ± %v, want the bigram's %v (pretrained: %v)", h, ci, want, h0)
 	}
 	for _, tc := range []struct {
