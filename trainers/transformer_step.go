@@ -24,8 +24,14 @@ type agent struct {
 	ref []float64
 }
 
+// agent returns an agent sampling the transformer's current parameters.
+func (l *learner) agent(g *tasks.Graph) *agent {
+	return &agent{g: g, l: l, s: l.tr.Sampler(), ref: l.ref}
+}
+
+// newAgent makes agents for eval's parallel rollouts, one per worker.
 func (l *learner) newAgent(g *tasks.Graph) func() (eval.Agent, error) {
-	return func() (eval.Agent, error) { return &agent{g: g, l: l, s: l.tr.Sampler(), ref: l.ref}, nil }
+	return func() (eval.Agent, error) { return l.agent(g), nil }
 }
 
 // Start empties the sampler's cache and, with a prompt, caches the target.
@@ -341,7 +347,7 @@ func (t *Trainer) Attention(n int, seed uint64) (AttentionStats, error) {
 	if t.tf == nil {
 		return AttentionStats{}, fmt.Errorf("trainers: attention: the model is a bigram")
 	}
-	a := &agent{g: t.g, l: t.tf, s: t.tf.tr.Sampler(), ref: t.tf.ref}
+	a := t.tf.agent(t.g)
 	var st AttentionStats
 	for i := range n {
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
