@@ -3,7 +3,9 @@
 // tokens, encodes and decodes paths, and writes and reads vocabulary files.
 //
 // Ids: the state ids of the graph come first (so a state's token id is its
-// state id), then the targets <t1>..<tW>, then the special tokens.
+// state id), then the targets <t1>..<tW>, then the special tokens. A model
+// has rows for a prefix of the ids (Rows): the states, and the targets too
+// when it is prompted with its target (ForModel).
 package tokenizer
 
 import (
@@ -22,6 +24,7 @@ type Vocab struct {
 	ids       map[string]int
 	numStates int
 	numTarget int
+	rows      int    // ids [0, rows) are a model's rows
 	branches  string // the graph's shape, tasks.FormatBranches
 }
 
@@ -55,8 +58,24 @@ func fromNames(names []string, states, targets int, branches string) (*Vocab, er
 		}
 		ids[n] = i
 	}
-	return &Vocab{names: names, ids: ids, numStates: states, numTarget: targets, branches: branches}, nil
+	return &Vocab{names: names, ids: ids, numStates: states, numTarget: targets, rows: states, branches: branches}, nil
 }
+
+// ForModel returns the vocabulary marked with the rows of a model: the
+// states, and with prompt the targets after them (the prompt token of
+// target t is Target(t)). The special tokens are never model rows.
+func (v *Vocab) ForModel(prompt bool) *Vocab {
+	w := *v
+	w.rows = v.numStates
+	if prompt {
+		w.rows += v.numTarget
+	}
+	return &w
+}
+
+// Rows is the number of token ids, from 0, that the model has rows for
+// (the states unless ForModel says otherwise).
+func (v *Vocab) Rows() int { return v.rows }
 
 // Size is the number of tokens.
 func (v *Vocab) Size() int { return len(v.names) }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"math/rand"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,7 +44,7 @@ func Example() {
 func TestRoundTrips(t *testing.T) {
 	g := graph(t, tasks.Config{Branches: [][]int{{2, 3}, {1}, {4, 1, 1}}})
 	v := New(g)
-	rng := rand.New(rand.NewSource(1))
+	rng := rand.New(rand.NewPCG(1, 0))
 	for target := 1; target <= g.W(); target++ {
 		path, _ := g.RandomGoldenPath(target, rng)
 		ids, err := v.Encode(path)
@@ -118,6 +118,26 @@ func TestVocabFile(t *testing.T) {
 	if err := v.Matches(graph(t, tasks.Config{W: 2, K: 1, L: 1})); err == nil {
 		t.Error("Matches with another graph: got no error")
 	}
+	// Version 1 files (before model_rows) still read, with the states as
+	// the model rows; a prompted model's vocabulary marks the targets too.
+	old, err := os.ReadFile(filepath.Join("testdata", "vocab-v1-2,1;1.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, err := Read(bytes.NewReader(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v1.Rows() != v1.NumStates() || v1.Size() != v.Size() {
+		t.Errorf("version 1 file: %d rows of %d tokens, want the %d states of %d", v1.Rows(), v1.Size(), v.NumStates(), v.Size())
+	}
+	p := New(g).ForModel(true)
+	var pbuf bytes.Buffer
+	p.WriteTo(&pbuf)
+	back, err := Read(&pbuf)
+	if err != nil || back.Rows() != p.NumStates()+2 {
+		t.Errorf("prompted model's vocabulary: read back %v rows (%v), want states + 2 targets", back.Rows(), err)
+	}
 }
 
 func TestReadRefusesBadFiles(t *testing.T) {
@@ -129,7 +149,9 @@ func TestReadRefusesBadFiles(t *testing.T) {
 	for name, text := range map[string]string{
 		"empty":       "",
 		"bad magic":   strings.Replace(good, fileMagic, "vocab", 1),
-		"bad version": strings.Replace(good, "vocab 1 ", "vocab 9 ", 1),
+		"bad version": strings.Replace(good, "vocab 2 ", "vocab 9 ", 1),
+		"bad rows":    strings.Replace(good, "model_rows=", "model_rows=1", 1),
+		"v1 rows":     strings.Replace(good, "vocab 2 ", "vocab 1 ", 1),
 		"truncated":   strings.Join(lines[:len(lines)-3], "\n") + "\n",
 		"extra":       good + "extra\n",
 		"renamed":     strings.Replace(good, "s0>f\n", "s0>g\n", 1),

@@ -10,19 +10,21 @@ import (
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
-// fileMagic opens every vocabulary file; the version follows it.
+// fileMagic opens every vocabulary file; the version follows it. Version
+// 1 files (no model_rows) are read with the states as the model rows.
 const (
 	fileMagic   = "backtrack-vocab"
-	fileVersion = 1
+	fileVersion = 2
 )
 
 // WriteTo writes the vocabulary: a header line
-// "backtrack-vocab 1 branches=<spec> states=<n> targets=<W>" then one token
-// name per line, in id order.
+// "backtrack-vocab 2 branches=<spec> states=<n> targets=<W> model_rows=<m>"
+// then one token name per line, in id order; ids [0, m) are the model's
+// rows.
 func (v *Vocab) WriteTo(w io.Writer) (int64, error) {
 	bw := bufio.NewWriter(w)
 	var n int64
-	k, err := fmt.Fprintf(bw, "%s %d branches=%s states=%d targets=%d\n", fileMagic, fileVersion, v.branches, v.numStates, v.numTarget)
+	k, err := fmt.Fprintf(bw, "%s %d branches=%s states=%d targets=%d model_rows=%d\n", fileMagic, fileVersion, v.branches, v.numStates, v.numTarget, v.rows)
 	n += int64(k)
 	if err != nil {
 		return n, err
@@ -47,11 +49,12 @@ func Read(r io.Reader) (*Vocab, error) {
 	}
 	header := sc.Text()
 	fields := strings.Fields(header)
-	if len(fields) != 5 || fields[0] != fileMagic {
-		return nil, fmt.Errorf("tokenizer: vocabulary file: header %q: want \"%s %d branches=... states=... targets=...\"", sc.Text(), fileMagic, fileVersion)
+	version := 0
+	if len(fields) > 1 {
+		version, _ = strconv.Atoi(fields[1])
 	}
-	if fields[1] != strconv.Itoa(fileVersion) {
-		return nil, fmt.Errorf("tokenizer: vocabulary file: version %q: this build reads version %d", fields[1], fileVersion)
+	if len(fields) < 2 || fields[0] != fileMagic || version < 1 || version > fileVersion || len(fields) != 4+version {
+		return nil, fmt.Errorf("tokenizer: vocabulary file: header %q: want \"%s %d branches=... states=... targets=... model_rows=...\" (this build reads versions 1 and %d)", sc.Text(), fileMagic, fileVersion, fileVersion)
 	}
 	kv := map[string]string{}
 	for _, f := range fields[2:] {
@@ -80,7 +83,16 @@ func Read(r io.Reader) (*Vocab, error) {
 	if kv["states"] != strconv.FormatFloat(states, 'f', -1, 64) || kv["targets"] != strconv.Itoa(len(branches)) {
 		return nil, fmt.Errorf("tokenizer: vocabulary file: header says states=%s targets=%s, graph %q has %.0f and %d", kv["states"], kv["targets"], kv["branches"], states, len(branches))
 	}
-	if canon := fmt.Sprintf("%s %d branches=%s states=%s targets=%s", fileMagic, fileVersion, tasks.FormatBranches(branches), kv["states"], kv["targets"]); header != canon {
+	canon := fmt.Sprintf("%s 1 branches=%s states=%s targets=%s", fileMagic, tasks.FormatBranches(branches), kv["states"], kv["targets"])
+	rows := int(states)
+	if version == 2 {
+		if kv["model_rows"] != strconv.Itoa(rows) && kv["model_rows"] != strconv.Itoa(rows+len(branches)) {
+			return nil, fmt.Errorf("tokenizer: vocabulary file: model_rows=%s: want the states (%d) or the states and targets (%d)", kv["model_rows"], rows, rows+len(branches))
+		}
+		rows, _ = strconv.Atoi(kv["model_rows"])
+		canon = fmt.Sprintf("%s 2 branches=%s states=%s targets=%s model_rows=%d", fileMagic, tasks.FormatBranches(branches), kv["states"], kv["targets"], rows)
+	}
+	if header != canon {
 		return nil, fmt.Errorf("tokenizer: vocabulary file: header %q is not in canonical form %q", header, canon)
 	}
 	if float64(len(names)) != wantTokens {
@@ -101,5 +113,6 @@ func Read(r io.Reader) (*Vocab, error) {
 	if err := v.Matches(g); err != nil {
 		return nil, err
 	}
+	v.rows = rows
 	return v, nil
 }
