@@ -9,6 +9,13 @@
 //	magic "BTCKPT\x00\x01" | uint32 version | uint32 header length |
 //	header (JSON) | float64 data of every tensor, in header order |
 //	SHA-256 of everything before it
+//
+// The header holds the kind (the parameter layout, named by the trainer:
+// "bigram", "dense-bigram", "transformer"), the run's configuration, the
+// step, the random source, the trainer's counters (JSON the trainer decodes
+// strictly), the wall time and each tensor's name, shape and length.
+// Version 1 files (before the trainer owned its counters) are refused with
+// a message naming their version.
 package checkpoints
 
 import (
@@ -25,7 +32,7 @@ import (
 )
 
 // Version is the format version this build writes and reads.
-const Version = 1
+const Version = 2
 
 var magic = []byte("BTCKPT\x00\x01")
 
@@ -33,15 +40,17 @@ var magic = []byte("BTCKPT\x00\x01")
 // reader allocate gigabytes.
 const maxHeader = 64 << 20
 
-// Tensor is one named vector of parameters or optimiser state.
+// Tensor is one named array of parameters or optimiser state; Shape, when
+// given, multiplies out to len(Data) (row-major).
 type Tensor struct {
-	Name string    `json:"name"`
-	Data []float64 `json:"-"`
+	Name  string
+	Shape []int
+	Data  []float64
 }
 
 // Checkpoint is everything needed to resume a run.
 type Checkpoint struct {
-	// Kind names the model family, e.g. "bigram" or "transformer".
+	// Kind names the parameter layout, e.g. "bigram" or "transformer".
 	Kind string `json:"kind"`
 	// Config is the run's resolved configuration (JSON), authoritative on
 	// resume.
@@ -50,8 +59,10 @@ type Checkpoint struct {
 	Step int `json:"step"`
 	// RNG is the serialised state of the run's random source.
 	RNG []byte `json:"rng"`
-	// Meta holds named scalars of the run (counters, elapsed time).
-	Meta map[string]float64 `json:"meta,omitempty"`
+	// State holds the trainer's counters (its own JSON).
+	State json.RawMessage `json:"state,omitempty"`
+	// WallSeconds is the time spent on the run so far.
+	WallSeconds float64 `json:"wall_seconds"`
 	// Tensors hold parameters and optimiser state.
 	Tensors []Tensor `json:"-"`
 }
@@ -62,8 +73,9 @@ type header struct {
 }
 
 type tensorSize struct {
-	Name string `json:"name"`
-	Len  int    `json:"len"`
+	Name  string `json:"name"`
+	Shape []int  `json:"shape,omitempty"`
+	Len   int    `json:"len"`
 }
 
 // Tensor returns the named tensor, checking its length (want < 0: any).
@@ -79,11 +91,33 @@ func (c *Checkpoint) Tensor(name string, want int) ([]float64, error) {
 	return nil, fmt.Errorf("checkpoints: no tensor %q in a %s checkpoint", name, c.Kind)
 }
 
+// Write serialises c to w.
+func Write(w io.Writer, c *Checkpoint) error {
+	data, err := Encode(c)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+// Read reads and verifies a serialised checkpoint from r.
+func Read(r io.Reader) (*Checkpoint, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoints: %w", err)
+	}
+	return Decode(data)
+}
+
 // Encode serialises c.
 func Encode(c *Checkpoint) ([]byte, error) {
 	h := header{Checkpoint: *c}
 	for _, t := range c.Tensors {
-		h.Sizes = append(h.Sizes, tensorSize{t.Name, len(t.Data)})
+		if t.Shape != nil && shapeSize(t.Shape) != len(t.Data) {
+			return nil, fmt.Errorf("checkpoints: tensor %q: shape %v for %d values", t.Name, t.Shape, len(t.Data))
+		}
+		h.Sizes = append(h.Sizes, tensorSize{t.Name, t.Shape, len(t.Data)})
 	}
 	hj, err := json.Marshal(h)
 	if err != nil {
@@ -115,7 +149,9 @@ func Decode(data []byte) (*Checkpoint, error) {
 	if len(data) < fixed+sha256.Size {
 		return nil, errors.New("checkpoints: truncated file")
 	}
-	if v := binary.LittleEndian.Uint32(data[8:]); v != Version {
+	if v := binary.LittleEndian.Uint32(data[8:]); v == 1 {
+		return nil, fmt.Errorf("checkpoints: format version 1 was written by an older build (before the trainers owned their counters); this build reads version %d: rerun the training, or resume it with the build that wrote it", Version)
+	} else if v != Version {
 		return nil, fmt.Errorf("checkpoints: format version %d: this build reads version %d", v, Version)
 	}
 	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
@@ -136,6 +172,9 @@ func Decode(data []byte) (*Checkpoint, error) {
 		if s.Len < 0 || s.Len > len(rest)/8 {
 			return nil, fmt.Errorf("checkpoints: tensor %q: length %d out of range", s.Name, s.Len)
 		}
+		if s.Shape != nil && shapeSize(s.Shape) != s.Len {
+			return nil, fmt.Errorf("checkpoints: tensor %q: shape %v for %d values", s.Name, s.Shape, s.Len)
+		}
 		total += s.Len
 	}
 	if total*8 != len(rest) {
@@ -148,9 +187,21 @@ func Decode(data []byte) (*Checkpoint, error) {
 			d[i] = math.Float64frombits(binary.LittleEndian.Uint64(rest[8*i:]))
 		}
 		rest = rest[8*s.Len:]
-		c.Tensors = append(c.Tensors, Tensor{Name: s.Name, Data: d})
+		c.Tensors = append(c.Tensors, Tensor{Name: s.Name, Shape: s.Shape, Data: d})
 	}
 	return &c, nil
+}
+
+// shapeSize multiplies a shape out (-1 for a negative dimension).
+func shapeSize(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		if d < 0 || (d > 0 && n > math.MaxInt32/d) {
+			return -1
+		}
+		n *= d
+	}
+	return n
 }
 
 // Save writes c to path atomically: a temporary file in the same folder,
@@ -166,11 +217,12 @@ func Save(path string, c *Checkpoint) error {
 
 // Load reads and verifies the checkpoint at path.
 func Load(path string) (*Checkpoint, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoints: %w", err)
 	}
-	c, err := Decode(data)
+	defer f.Close()
+	c, err := Read(f)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, path)
 	}

@@ -3,6 +3,7 @@ package checkpoints
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,8 @@ import (
 func sample() *Checkpoint {
 	return &Checkpoint{
 		Kind: "bigram", Config: json.RawMessage(`{"graph":{"W":2}}`), Step: 42, RNG: []byte{1, 2, 3},
-		Tensors: []Tensor{{"logits", []float64{0, -1.5, 3e300, 5e-324}}, {"optimizer", []float64{}}, {"m", []float64{7}}},
+		State: json.RawMessage(`{"tokens":3}`), WallSeconds: 1.5,
+		Tensors: []Tensor{{"logits", nil, []float64{0, -1.5, 3e300, 5e-324}}, {"optimizer", nil, []float64{}}, {"m", []int{1, 1}, []float64{7}}},
 	}
 }
 
@@ -26,7 +28,8 @@ func TestRoundTripByteIdentical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Step != 42 || c.Kind != "bigram" || string(c.RNG) != "\x01\x02\x03" || string(c.Config) != `{"graph":{"W":2}}` {
+	if c.Step != 42 || c.Kind != "bigram" || string(c.RNG) != "\x01\x02\x03" || string(c.Config) != `{"graph":{"W":2}}` ||
+		string(c.State) != `{"tokens":3}` || c.WallSeconds != 1.5 || fmt.Sprint(c.Tensors[2].Shape) != "[1 1]" {
 		t.Errorf("got %+v", c)
 	}
 	l, err := c.Tensor("logits", 4)
@@ -69,10 +72,15 @@ func TestRefusesCorruption(t *testing.T) {
 
 func TestRefusesOtherVersionAndShapes(t *testing.T) {
 	good, _ := Encode(sample())
-	v2 := append([]byte(nil), good...)
-	v2[8] = 2
-	if _, err := Decode(v2); err == nil || !strings.Contains(err.Error(), "version 2") {
-		t.Errorf("version 2: got %v", err)
+	for v, want := range map[byte]string{1: "version 1 was written by an older build", 3: "version 3"} {
+		other := append([]byte(nil), good...)
+		other[8] = v
+		if _, err := Decode(other); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("version %d: got %v", v, err)
+		}
+	}
+	if _, err := Encode(&Checkpoint{Tensors: []Tensor{{"x", []int{2, 2}, []float64{1}}}}); err == nil {
+		t.Error("a shape that does not match its data: got no error")
 	}
 	c, _ := Decode(good)
 	if _, err := c.Tensor("logits", 5); err == nil || !strings.Contains(err.Error(), "another model or graph") {

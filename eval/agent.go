@@ -121,24 +121,28 @@ func (m *MarkovAgent) Start(int) error { return nil }
 
 // Next draws from state s's row.
 func (m *MarkovAgent) Next(s int, rng *rand.Rand) (int, float64, error) {
-	e := DrawEntry(m.probs, m.g.Offsets[s], m.g.Offsets[s+1], rng.Float64())
+	lo := m.g.Offsets[s]
+	e := lo + Draw(m.probs[lo:m.g.Offsets[s+1]], rng.Float64())
 	return e, math.Log(m.probs[e]), nil
 }
 
-// DrawEntry returns the entry of the row probs[lo:hi] drawn with the
-// uniform variate u: the first whose cumulative probability exceeds u,
-// never one of probability 0 (rounding falls back to the last entry with
-// mass).
-func DrawEntry(probs []float64, lo, hi int, u float64) int {
-	last := lo
-	for i := lo; i < hi; i++ {
-		if probs[i] == 0 {
+// Draw returns the index in row (a row of probabilities summing to 1) of
+// the entry drawn with the uniform variate u in [0, 1): the first whose
+// cumulative probability exceeds u. It never returns an entry of
+// probability 0, even for u = 0, and rounding (u at or past the row's
+// rounded sum) falls back to the last entry with mass. It is the one draw
+// of the project: the Markov sampler, the agents and the transformer's
+// sampling all use it.
+func Draw(row []float64, u float64) int {
+	last := 0
+	for i, p := range row {
+		if p == 0 {
 			continue
 		}
-		if u < probs[i] {
+		if u < p {
 			return i
 		}
-		u -= probs[i]
+		u -= p
 		last = i
 	}
 	return last

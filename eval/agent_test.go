@@ -2,7 +2,7 @@ package eval
 
 import (
 	"math"
-	"math/rand"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"testing"
@@ -16,7 +16,7 @@ import (
 func TestAgentMonteCarloAgrees(t *testing.T) {
 	for _, c := range []tasks.Config{{W: 3, K: 2, L: 2}, {Branches: [][]int{{2, 1}, {3}, {1, 1, 1}}}} {
 		g := graph(t, c)
-		rp, _ := randomRationalPolicy(g, rand.New(rand.NewSource(5)))
+		rp, _ := randomRationalPolicy(g, rand.New(rand.NewPCG(5, 0)))
 		for _, name := range []string{"random", "pretrained", "rlvr-limit"} {
 			p := rp
 			if name != "random" {

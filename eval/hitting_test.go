@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"math/rand"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -95,14 +95,14 @@ func randomRationalPolicy(g *tasks.Graph, rng *rand.Rand) ([]float64, []*big.Rat
 	q := make([]*big.Rat, len(g.Next))
 	fork := make([]int64, g.W())
 	for i := range fork {
-		fork[i] = 1 + rng.Int63n(4)
+		fork[i] = 1 + rng.Int64N(4)
 	}
 	for s, st := range g.States {
 		lo, hi := g.Offsets[s], g.Offsets[s+1]
 		w := make([]int64, hi-lo)
 		var sum int64
 		for i := range w {
-			w[i] = 1 + rng.Int63n(4)
+			w[i] = 1 + rng.Int64N(4)
 			if st.Class == tasks.ForkIn {
 				w[i] = fork[i]
 			}
@@ -192,7 +192,7 @@ func exactReference(g *tasks.Graph, q []*big.Rat, m int) (h, d []*big.Rat) {
 }
 
 func TestAgainstRationalSolve(t *testing.T) {
-	rng := rand.New(rand.NewSource(7))
+	rng := rand.New(rand.NewPCG(7, 0))
 	for _, c := range []tasks.Config{
 		{W: 2, K: 1, L: 1}, {W: 2, K: 2, L: 2}, {W: 3, K: 1, L: 3}, {Branches: [][]int{{2, 1}, {3}}},
 	} {
@@ -232,7 +232,7 @@ func TestAgainstRationalSolve(t *testing.T) {
 // the hitting time (every transition leaves one counted state).
 func TestVisitsSumToHittingTime(t *testing.T) {
 	g := graph(t, tasks.Config{Branches: [][]int{{2, 2, 3}, {5, 1}, {4, 4, 4, 4}}})
-	rp, _ := randomRationalPolicy(g, rand.New(rand.NewSource(3)))
+	rp, _ := randomRationalPolicy(g, rand.New(rand.NewPCG(3, 0)))
 	r := analyze(t, g, rp)
 	for m := 1; m <= g.W(); m++ {
 		sum := 0.0
@@ -250,7 +250,7 @@ func TestVisitsSumToHittingTime(t *testing.T) {
 func TestMonteCarloAgrees(t *testing.T) {
 	for _, c := range []tasks.Config{{W: 3, K: 2, L: 2}, {Branches: [][]int{{2, 1}, {3}, {1, 1, 1}}}} {
 		g := graph(t, c)
-		rp, _ := randomRationalPolicy(g, rand.New(rand.NewSource(5)))
+		rp, _ := randomRationalPolicy(g, rand.New(rand.NewPCG(5, 0)))
 		for _, name := range append([]string{"random"}, PolicyNames...) {
 			p := rp
 			if name != "random" {
@@ -274,7 +274,7 @@ func TestMonteCarloAgrees(t *testing.T) {
 // differences of the exact hitting time in the softmax logits.
 func TestCostWeightsGradient(t *testing.T) {
 	g := graph(t, tasks.Config{Branches: [][]int{{2, 3}, {1}, {2}}})
-	rng := rand.New(rand.NewSource(9))
+	rng := rand.New(rand.NewPCG(9, 0))
 	logits := make([]float64, len(g.Next))
 	for i := range logits {
 		logits[i] = rng.NormFloat64()
@@ -357,7 +357,7 @@ func TestCheckPolicyErrors(t *testing.T) {
 func BenchmarkAnalyze(b *testing.B) {
 	for _, k := range []int{15, 150, 1500} {
 		g := graph(b, tasks.Config{W: 15, K: k, L: 5})
-		random, _ := randomRationalPolicy(g, rand.New(rand.NewSource(1)))
+		random, _ := randomRationalPolicy(g, rand.New(rand.NewPCG(1, 0)))
 		for _, pol := range []struct {
 			name  string
 			probs []float64
@@ -383,7 +383,7 @@ func BenchmarkAnalyze(b *testing.B) {
 // train eval computes it, for the asymmetric policy.
 func BenchmarkHittingTime(b *testing.B) {
 	g := graph(b, tasks.DefaultConfig())
-	random, _ := randomRationalPolicy(g, rand.New(rand.NewSource(1)))
+	random, _ := randomRationalPolicy(g, rand.New(rand.NewPCG(1, 0)))
 	an := NewAnalyzer(g)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -399,7 +399,7 @@ func BenchmarkHittingTime(b *testing.B) {
 func BenchmarkAnalyzeL(b *testing.B) {
 	for _, l := range []int{5, 20, 80} {
 		g := graph(b, tasks.Config{W: 3, K: 10, L: l})
-		random, _ := randomRationalPolicy(g, rand.New(rand.NewSource(1)))
+		random, _ := randomRationalPolicy(g, rand.New(rand.NewPCG(1, 0)))
 		an := NewAnalyzer(g)
 		b.Run(fmt.Sprintf("L=%d,states=%d", l, g.NumStates()), func(b *testing.B) {
 			for b.Loop() {

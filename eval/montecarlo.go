@@ -14,42 +14,22 @@ import (
 type Sampler struct {
 	g     *tasks.Graph
 	probs []float64 // the policy (a copy), CSR order
-	cum   []float64 // per-row cumulative probabilities, CSR order
 	tab   *table    // compact copy for the batched samplers
 }
 
-// NewSampler checks the policy and prepares cumulative rows.
+// NewSampler checks the policy and copies it.
 func NewSampler(g *tasks.Graph, probs []float64) (*Sampler, error) {
 	if err := CheckPolicy(g, probs); err != nil {
 		return nil, err
 	}
-	cum := make([]float64, len(probs))
-	for s := range g.States {
-		acc, last := 0.0, g.Offsets[s]
-		for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {
-			acc += probs[i]
-			cum[i] = acc
-			if probs[i] > 0 {
-				last = i
-			}
-		}
-		// Rounding can never fall off the row, nor onto a zero-probability state.
-		for i := last; i < g.Offsets[s+1]; i++ {
-			cum[i] = math.Inf(1)
-		}
-	}
-	return &Sampler{g: g, probs: append([]float64(nil), probs...), cum: cum, tab: newTable(g, cum)}, nil
+	probs = append([]float64(nil), probs...)
+	return &Sampler{g: g, probs: probs, tab: newTable(g, probs)}, nil
 }
 
-// Step returns the next state after s for a uniform variate u in [0, 1).
+// Step returns the next state after s for a uniform variate u in [0, 1)
+// (Draw).
 func (sp *Sampler) Step(s int, u float64) int {
-	lo, hi := sp.g.Offsets[s], sp.g.Offsets[s+1]
-	for i := lo; i < hi; i++ {
-		if u < sp.cum[i] {
-			return sp.g.Next[i]
-		}
-	}
-	return sp.g.Next[hi-1]
+	return sp.g.Next[sp.tab.entry(int32(s), u)]
 }
 
 // MCResult summarises Monte Carlo rollouts.

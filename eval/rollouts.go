@@ -41,18 +41,18 @@ func (b *Batch) States(g *tasks.Graph) (states, last []int32) {
 // Tokens is the total number of sampled transitions.
 func (b *Batch) Tokens() int { return len(b.Entries) }
 
-// table is a compact copy of a Markov policy for sampling: per state the
-// cumulative probabilities of its row, the CSR layout and each state's head.
+// table is a compact copy of a Markov policy for sampling: the
+// probabilities of every row, the CSR layout and each state's head.
 type table struct {
 	offsets []int32
 	next    []int32
-	cum     []float64
+	probs   []float64
 	head    []int32
 	leaf    []int32 // node of each target's leaf
 }
 
-func newTable(g *tasks.Graph, cum []float64) *table {
-	t := &table{offsets: make([]int32, len(g.Offsets)), next: make([]int32, len(g.Next)), cum: cum,
+func newTable(g *tasks.Graph, probs []float64) *table {
+	t := &table{offsets: make([]int32, len(g.Offsets)), next: make([]int32, len(g.Next)), probs: probs,
 		head: make([]int32, g.NumStates()), leaf: make([]int32, g.W()+1)}
 	for i, o := range g.Offsets {
 		t.offsets[i] = int32(o)
@@ -69,13 +69,10 @@ func newTable(g *tasks.Graph, cum []float64) *table {
 	return t
 }
 
-// entry draws the CSR index of the transition taken from state s.
+// entry draws the CSR index of the transition taken from state s (Draw).
 func (t *table) entry(s int32, u float64) int32 {
-	e, hi := t.offsets[s], t.offsets[s+1]-1
-	for e < hi && u >= t.cum[e] {
-		e++
-	}
-	return e
+	lo := t.offsets[s]
+	return lo + int32(Draw(t.probs[lo:t.offsets[s+1]], u))
 }
 
 // Rollouts draws n rollouts of the Markov policy from s0 -> f, rollout i

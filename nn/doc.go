@@ -27,8 +27,8 @@
 //     given bigram (one-hot embedding, W_O = 0, the bigram's logits in the
 //     unembedding), a fixed-shape training graph (Forward) and a plain-Go
 //     sampler with a key/value cache whose log-probabilities equal the
-//     graph's (transformer.go, attention.go, transformer_sampler.go). It is
-//     not yet wired into the trainers or the command.
+//     graph's (transformer.go, attention.go, transformer_sampler.go). The
+//     trainers train it as their transformer model.
 //
 // Every gradient of a loss comes from gorgonia's autodiff (G.Grad); the only
 // hand-written derivatives are the backwards of SegmentLogSoftmax and of the

@@ -1,4 +1,4 @@
-package main
+package reproduce
 
 import (
 	"fmt"
@@ -9,43 +9,45 @@ import (
 	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/figures"
 	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/runs"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
 func (r *reproducer) fig34(dir string) (string, string, error) {
-	rc := defaultRunConfig()
+	rc := runs.DefaultConfig()
 	k := r.sized(15, 5)
 	rc.Graph = graphConfig(k, k, r.sized(5, 3))
 	s, err := r.trainEntry(dir, rc)
 	if err != nil {
 		return "", "", err
 	}
-	init, final, limit := val(s.InitialHittingTime), val(s.FinalHittingTime), val(s.LimitHittingTime)
+	init, final, limit := runs.Value(s.InitialHittingTime), runs.Value(s.FinalHittingTime), runs.Value(s.LimitHittingTime)
 	ok := rel(init, s.Theory.H0) < 1e-9 && s.Converged && s.FinalABCD != nil && min(s.FinalABCD[0], s.FinalABCD[1], s.FinalABCD[2], s.FinalABCD[3]) > 0.999
-	m := fmt.Sprintf("%s: %s (H_0 %s) -> %.6g in %d steps (exact limit %s, 4WK = %s)", s.Graph, num(init), num(s.Theory.H0), final, s.Steps, num(limit), num(s.Theory.RLVRLeading))
+	m := fmt.Sprintf("%s: %s (H_0 %s) -> %.6g in %d steps (exact limit %s, 4WK = %s)", s.Graph, runs.FormatNumber(init), runs.FormatNumber(s.Theory.H0), final, s.Steps, runs.FormatNumber(limit), runs.FormatNumber(s.Theory.RLVRLeading))
 	return m, yes(ok), nil
 }
 
 func (r *reproducer) thm1(dir string) (string, string, error) {
-	rc := defaultRunConfig()
+	rc := runs.DefaultConfig()
 	rc.Graph = graphConfig(2, 2, 2)
-	rc.Train.Trainer, rc.Train.Optim = "pretrain", nn.OptimConfig{Name: "sgd", LR: 50}
+	rc.Train.Trainer, rc.Train.Optim = trainers.Pretrain, nn.OptimConfig{Name: "sgd", LR: 50}
 	rc.Train.Steps, rc.Train.Until, rc.Train.LogEvery = 400, 0, 1
 	s, err := r.trainEntry(dir, rc)
 	if err != nil {
 		return "", "", err
 	}
-	ok := val(s.BoundRatio) <= 1 && val(s.InvalidMass) < 0.01
-	return fmt.Sprintf("%s, sgd: invalid mass %.3g after %d steps; largest ratio to the bound %.3g", s.Graph, val(s.InvalidMass), s.Steps, val(s.BoundRatio)), yes(ok), nil
+	ok := runs.Value(s.BoundRatio) <= 1 && runs.Value(s.InvalidMass) < 0.01
+	return fmt.Sprintf("%s, sgd: invalid mass %.3g after %d steps; largest ratio to the bound %.3g", s.Graph, runs.Value(s.InvalidMass), s.Steps, runs.Value(s.BoundRatio)), yes(ok), nil
 }
 
 func (r *reproducer) thm2(dir string) (string, string, error) {
-	rc := defaultRunConfig()
+	rc := runs.DefaultConfig()
 	k, l := r.sized(6, 3), r.sized(3, 2)
 	rc.Graph = graphConfig(6, k, l)
-	rc.Train.Trainer, rc.Train.Optim = "sft", nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	rc.Train.Trainer, rc.Train.Optim = trainers.SFT, nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 	s, err := r.trainEntry(dir, rc)
 	if err != nil {
 		return "", "", err
@@ -54,7 +56,7 @@ func (r *reproducer) thm2(dir string) (string, string, error) {
 	b, d := s.FinalABCD[1], s.FinalABCD[3]
 	ok := s.Converged && math.Abs(b-L/(L+1)) < 1e-12 && math.Abs(d-1/(L+1)) < 1e-12
 	return fmt.Sprintf("%s: hitting time %s -> %.6g (SFT limit %.6g) in %d steps; b = %.6f, d = %.6f", s.Graph,
-		num(val(s.InitialHittingTime)), val(s.FinalHittingTime), val(s.LimitHittingTime), s.Steps, b, d), yes(ok), nil
+		runs.FormatNumber(runs.Value(s.InitialHittingTime)), runs.Value(s.FinalHittingTime), runs.Value(s.LimitHittingTime), s.Steps, b, d), yes(ok), nil
 }
 
 // exactH is the exact hitting time of a named policy on a graph.
@@ -79,10 +81,10 @@ func (r *reproducer) thm4(dir string) (string, string, error) {
 	kmax := r.sized(12, 6)
 	var csv strings.Builder
 	csv.WriteString("policy,K,L,hitting_time\n")
-	var sft, rlvr []series
+	var sft, rlvr []figures.Series
 	worst := 0.0 // largest relative gap between the fitted growth per depth and (L+1)^2/L
 	for l := 1; l <= 5; l++ {
-		s, q := series{name: fmt.Sprintf("SFT limit, L=%d", l)}, series{name: fmt.Sprintf("RLVR limit, L=%d", l)}
+		s, q := figures.Series{Name: fmt.Sprintf("SFT limit, L=%d", l)}, figures.Series{Name: fmt.Sprintf("RLVR limit, L=%d", l)}
 		for k := 1; k <= kmax; k++ {
 			hs, err := exactH(graphConfig(w, k, l), "sft-limit")
 			if err != nil {
@@ -92,26 +94,26 @@ func (r *reproducer) thm4(dir string) (string, string, error) {
 			if err != nil {
 				return "", "", err
 			}
-			fmt.Fprintf(&csv, "sft-limit,%d,%d,%s\nrlvr-limit,%d,%d,%s\n", k, l, f64(hs), k, l, f64(hr))
-			s.x, s.y = append(s.x, float64(k)), append(s.y, hs)
-			q.x, q.y = append(q.x, float64(k)), append(q.y, hr)
+			fmt.Fprintf(&csv, "sft-limit,%d,%d,%s\nrlvr-limit,%d,%d,%s\n", k, l, runs.FormatExact(hs), k, l, runs.FormatExact(hr))
+			s.X, s.Y = append(s.X, float64(k)), append(s.Y, hs)
+			q.X, q.Y = append(q.X, float64(k)), append(q.Y, hr)
 		}
-		n := len(s.y)
-		growth := s.y[n-1] / s.y[n-2]
+		n := len(s.Y)
+		growth := s.Y[n-1] / s.Y[n-2]
 		worst = math.Max(worst, rel(growth, float64((l+1)*(l+1))/float64(l)))
 		sft, rlvr = append(sft, s), append(rlvr, q)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "hitting_times.csv"), []byte(csv.String()), 0o644); err != nil {
 		return "", "", err
 	}
-	if err := plotLines(filepath.Join(dir, "separation.png"), fmt.Sprintf("Exact hitting times of the SFT and RLVR limits, W=%d", w),
-		"depth K (diamonds per branch)", "hitting time H_f (transitions, log scale)", true, append(sft, rlvr...)); err != nil {
+	if err := figures.Lines(filepath.Join(dir, "separation.png"), fmt.Sprintf("Exact hitting times of the SFT and RLVR limits, W=%d", w),
+		"depth K (diamonds per branch)", "hitting time H_f (transitions, log scale)", true, true, append(sft, rlvr...)); err != nil {
 		return "", "", err
 	}
 	h5, _ := exactH(graphConfig(w, kmax, 5), "sft-limit")
 	r5, _ := exactH(graphConfig(w, kmax, 5), "rlvr-limit")
 	ok := worst < 0.05 && rel(r5, float64((2*kmax+1)*(2*w-1))) < 1e-9
-	return fmt.Sprintf("W=%d, K=%d, L=5: SFT %.3g vs RLVR %s; SFT grows by (L+1)^2/L per depth (fit within %.1f%%), not L", w, kmax, h5, num(r5), 100*worst),
+	return fmt.Sprintf("W=%d, K=%d, L=5: SFT %.3g vs RLVR %s; SFT grows by (L+1)^2/L per depth (fit within %.1f%%), not L", w, kmax, h5, runs.FormatNumber(r5), 100*worst),
 		map[bool]string{true: "imprecise", false: "no"}[ok], nil
 }
 
@@ -120,11 +122,11 @@ func (r *reproducer) corollary(dir string) (string, string, error) {
 	kmax, n := r.sized(8, 4), r.sized(2000, 300)
 	var csv strings.Builder
 	csv.WriteString("policy,K,L,search_agent_hitting_time,ci95\n")
-	var lines []series
+	var lines []figures.Series
 	ok := true
 	for _, pol := range []string{"sft-limit", "rlvr-limit"} {
 		for _, l := range []int{1, 3, 5} {
-			s := series{name: fmt.Sprintf("%s, L=%d", pol, l)}
+			s := figures.Series{Name: fmt.Sprintf("%s, L=%d", pol, l)}
 			for k := 2; k <= kmax; k++ {
 				g, err := tasks.New(graphConfig(w, k, l))
 				if err != nil {
@@ -139,8 +141,8 @@ func (r *reproducer) corollary(dir string) (string, string, error) {
 				if err != nil {
 					return "", "", err
 				}
-				fmt.Fprintf(&csv, "%s,%d,%d,%s,%s\n", pol, k, l, f64(mc.HittingTime), f64(mc.CI95))
-				s.x, s.y = append(s.x, float64(k)), append(s.y, mc.HittingTime)
+				fmt.Fprintf(&csv, "%s,%d,%d,%s,%s\n", pol, k, l, runs.FormatExact(mc.HittingTime), runs.FormatExact(mc.CI95))
+				s.X, s.Y = append(s.X, float64(k)), append(s.Y, mc.HittingTime)
 				scale := float64(w * k * (l + 1))
 				if pol == "rlvr-limit" {
 					scale = float64(w * k)
@@ -155,72 +157,74 @@ func (r *reproducer) corollary(dir string) (string, string, error) {
 	if err := os.WriteFile(filepath.Join(dir, "search_agent.csv"), []byte(csv.String()), 0o644); err != nil {
 		return "", "", err
 	}
-	if err := plotLines(filepath.Join(dir, "search_agent.png"), fmt.Sprintf("Hitting time with the search agent, W=%d (%d rollouts each)", w, n),
-		"depth K", "hitting time with the agent (steps, refusals included)", false, lines); err != nil {
+	if err := figures.Lines(filepath.Join(dir, "search_agent.png"), fmt.Sprintf("Hitting time with the search agent, W=%d (%d rollouts each)", w, n),
+		"depth K", "hitting time with the agent (steps, refusals included)", false, true, lines); err != nil {
 		return "", "", err
 	}
-	last := lines[2].y[len(lines[2].y)-1]
-	return fmt.Sprintf("W=%d, K=%d: SFT with the agent %.4g at L=5 (linear in K and L), RLVR %.4g for every L", w, kmax, last, lines[5].y[len(lines[5].y)-1]),
+	last := lines[2].Y[len(lines[2].Y)-1]
+	return fmt.Sprintf("W=%d, K=%d: SFT with the agent %.4g at L=5 (linear in K and L), RLVR %.4g for every L", w, kmax, last, lines[5].Y[len(lines[5].Y)-1]),
 		map[bool]string{true: "yes (with the dead-end rule)", false: "no"}[ok], nil
 }
 
 func (r *reproducer) thm5(dir string) (string, string, error) {
+	rc := runs.DefaultConfig()
+	k := r.sized(15, 5)
+	rc.Graph = graphConfig(k, k, r.sized(5, 3))
+	// The teacher is fig3-4's run: rerun it when it is missing, of another
+	// size or unreadable (written by an older build).
 	teacher := filepath.Join(r.out, "fig3-4")
-	if _, err := os.Stat(filepath.Join(teacher, checkpointFile)); err != nil {
+	if g, _, err := runs.LoadBigram(teacher, nil); err != nil || g.Config.Name() != rc.Graph.Name() {
 		if _, _, err := r.fig34(teacher); err != nil {
 			return "", "", err
 		}
 	}
-	rc := defaultRunConfig()
-	k := r.sized(15, 5)
-	rc.Graph = graphConfig(k, k, r.sized(5, 3))
-	rc.Train.Trainer, rc.Teacher, rc.Train.Until = "distill", teacher, 0.005
+	rc.Train.Trainer, rc.Teacher, rc.Train.Until = trainers.Distill, teacher, 0.005
 	s, err := r.trainEntry(dir, rc)
 	if err != nil {
 		return "", "", err
 	}
 	limit := s.Theory.RLVRLimit
-	ok := rel(val(s.FinalHittingTime), limit) < 0.01
-	return fmt.Sprintf("%s: %s -> %.6g in %d steps (RLVR limit %s)", s.Graph, num(val(s.InitialHittingTime)), val(s.FinalHittingTime), s.Steps, num(limit)), yes(ok), nil
+	ok := rel(runs.Value(s.FinalHittingTime), limit) < 0.01
+	return fmt.Sprintf("%s: %s -> %.6g in %d steps (RLVR limit %s)", s.Graph, runs.FormatNumber(runs.Value(s.InitialHittingTime)), runs.Value(s.FinalHittingTime), s.Steps, runs.FormatNumber(limit)), yes(ok), nil
 }
 
 func (r *reproducer) fig5Scaling(dir string) (string, string, error) {
 	const w = 6
 	kmax := r.sized(12, 6)
-	var lines []series
+	var lines []figures.Series
 	var csv strings.Builder
 	csv.WriteString("K,L,sft_limit_hitting_time\n")
 	straight := true
 	for l := 1; l <= 5; l++ {
-		s := series{name: fmt.Sprintf("L=%d", l)}
+		s := figures.Series{Name: fmt.Sprintf("L=%d", l)}
 		for k := 1; k <= kmax; k++ {
 			h, err := exactH(graphConfig(w, k, l), "sft-limit")
 			if err != nil {
 				return "", "", err
 			}
-			fmt.Fprintf(&csv, "%d,%d,%s\n", k, l, f64(h))
-			s.x, s.y = append(s.x, float64(k)), append(s.y, h)
+			fmt.Fprintf(&csv, "%d,%d,%s\n", k, l, runs.FormatExact(h))
+			s.X, s.Y = append(s.X, float64(k)), append(s.Y, h)
 		}
-		n := len(s.y)
+		n := len(s.Y)
 		// Straight in log scale: the last two growth factors agree.
-		a, b := s.y[n-1]/s.y[n-2], s.y[n-2]/s.y[n-3]
+		a, b := s.Y[n-1]/s.Y[n-2], s.Y[n-2]/s.Y[n-3]
 		straight = straight && rel(a, b) < 0.05
 		lines = append(lines, s)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "sft_scaling.csv"), []byte(csv.String()), 0o644); err != nil {
 		return "", "", err
 	}
-	if err := plotLines(filepath.Join(dir, "sft_scaling.png"), fmt.Sprintf("SFT limit: exact hitting time against depth, W=%d", w),
-		"depth K", "hitting time H_f (transitions, log scale)", true, lines); err != nil {
+	if err := figures.Lines(filepath.Join(dir, "sft_scaling.png"), fmt.Sprintf("SFT limit: exact hitting time against depth, W=%d", w),
+		"depth K", "hitting time H_f (transitions, log scale)", true, true, lines); err != nil {
 		return "", "", err
 	}
-	return fmt.Sprintf("W=%d, K=1..%d: log H straight in K for L=1..5 (L=5, K=%d: %.3g)", w, kmax, kmax, lines[4].y[len(lines[4].y)-1]), yes(straight), nil
+	return fmt.Sprintf("W=%d, K=1..%d: log H straight in K for L=1..5 (L=5, K=%d: %.3g)", w, kmax, kmax, lines[4].Y[len(lines[4].Y)-1]), yes(straight), nil
 }
 
 func (r *reproducer) fig5Partial(dir string) (string, string, error) {
 	const w = 6
 	k, draws := r.sized(6, 3), r.sized(100, 10)
-	var lines []series
+	var lines []figures.Series
 	var csv strings.Builder
 	csv.WriteString("L,p,mean_hitting_time\n")
 	decreasing := true
@@ -230,7 +234,7 @@ func (r *reproducer) fig5Partial(dir string) (string, string, error) {
 			return "", "", err
 		}
 		an := eval.NewAnalyzer(g)
-		s := series{name: fmt.Sprintf("L=%d", l)}
+		s := figures.Series{Name: fmt.Sprintf("L=%d", l)}
 		for i := 0; i <= 10; i++ {
 			p := float64(i) / 10
 			sum := 0.0
@@ -247,30 +251,30 @@ func (r *reproducer) fig5Partial(dir string) (string, string, error) {
 				sum += res.HittingTime
 			}
 			mean := sum / float64(draws)
-			fmt.Fprintf(&csv, "%d,%g,%s\n", l, p, f64(mean))
-			if n := len(s.y); n > 0 && mean > s.y[n-1]*(1+1e-9) {
+			fmt.Fprintf(&csv, "%d,%g,%s\n", l, p, runs.FormatExact(mean))
+			if n := len(s.Y); n > 0 && mean > s.Y[n-1]*(1+1e-9) {
 				decreasing = false
 			}
-			s.x, s.y = append(s.x, p), append(s.y, mean)
+			s.X, s.Y = append(s.X, p), append(s.Y, mean)
 		}
 		lines = append(lines, s)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "partial_supervision.csv"), []byte(csv.String()), 0o644); err != nil {
 		return "", "", err
 	}
-	if err := plotLines(filepath.Join(dir, "partial_supervision.png"), fmt.Sprintf("SFT supervising a fraction p of backward states, W=K=%d (%d draws per p)", k, draws),
-		"fraction p of backward states supervised", "mean hitting time (transitions, log scale)", true, lines); err != nil {
+	if err := figures.Lines(filepath.Join(dir, "partial_supervision.png"), fmt.Sprintf("SFT supervising a fraction p of backward states, W=K=%d (%d draws per p)", k, draws),
+		"fraction p of backward states supervised", "mean hitting time (transitions, log scale)", true, true, lines); err != nil {
 		return "", "", err
 	}
 	l5 := lines[4]
-	return fmt.Sprintf("W=%d, K=%d, L=5: %.4g at p=0 -> %.4g at p=1 (the RLVR limit)", w, k, l5.y[0], l5.y[10]), yes(decreasing), nil
+	return fmt.Sprintf("W=%d, K=%d, L=5: %.4g at p=0 -> %.4g at p=1 (the RLVR limit)", w, k, l5.Y[0], l5.Y[10]), yes(decreasing), nil
 }
 
 func (r *reproducer) fig6(dir string) (string, string, error) {
-	rc := defaultRunConfig()
+	rc := runs.DefaultConfig()
 	k, l := r.sized(15, 3), r.sized(5, 2)
 	rc.Graph = graphConfig(k, k, l)
-	rc.Train = trainers.SampledDefaults(rc.Train, "ppo")
+	rc.Train.Trainer = trainers.PPO
 	// The fork baseline: with the state baseline PPO plateaus above the
 	// limit at this size (docs/ppo-experiments.md).
 	rc.Train.Baseline, rc.Train.Until, rc.Train.Steps = "fork", 0.05, 3000
@@ -283,22 +287,22 @@ func (r *reproducer) fig6(dir string) (string, string, error) {
 		return "", "", err
 	}
 	return fmt.Sprintf("%s, baseline fork, adam lr 0.025, 128 rollouts: %s -> %.6g in %d steps, within 5%% of the limit %s", s.Graph,
-		num(val(s.InitialHittingTime)), val(s.FinalHittingTime), s.Steps, num(val(s.LimitHittingTime))), yes(s.Converged), nil
+		runs.FormatNumber(runs.Value(s.InitialHittingTime)), runs.Value(s.FinalHittingTime), s.Steps, runs.FormatNumber(runs.Value(s.LimitHittingTime))), yes(s.Converged), nil
 }
 
 func (r *reproducer) fig8(dir string) (string, string, error) {
-	rc := defaultRunConfig()
+	rc := runs.DefaultConfig()
 	rc.Graph = tasks.Config{Branches: [][]int{{2, 2, 3}, {5, 1}, {4, 4, 4, 4}}}
 	s, err := r.trainEntry(dir, rc)
 	if err != nil {
 		return "", "", err
 	}
-	_, probs, err := bigramFromRun(dir, nil)
+	_, probs, err := runs.LoadBigram(dir, nil)
 	if err != nil {
 		return "", "", err
 	}
-	entry := fmtProbs(probs[:3]) // s0 -> f is state 0: its row comes first
+	entry := runs.FormatProbs(probs[:3]) // s0 -> f is state 0: its row comes first
 	th := s.Theory
 	return fmt.Sprintf("%s: -> %.6g (exact optimum %s entering branch %d first; uniform entry %s; 4 sum k %s); entry probabilities %s",
-		s.Graph, val(s.FinalHittingTime), num(th.RLVROptimum), th.FirstBranch, num(th.RLVRLimit), num(th.RLVRLeading), entry), map[bool]string{true: "imprecise", false: "no"}[s.Converged], nil
+		s.Graph, runs.Value(s.FinalHittingTime), runs.FormatNumber(th.RLVROptimum), th.FirstBranch, runs.FormatNumber(th.RLVRLimit), runs.FormatNumber(th.RLVRLeading), entry), map[bool]string{true: "imprecise", false: "no"}[s.Converged], nil
 }

@@ -1,4 +1,4 @@
-package main
+package reproduce
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rlvr-backtrack/backtrack/figures"
+	"github.com/rlvr-backtrack/backtrack/runs"
 	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
@@ -25,20 +27,18 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 		name, model string
 		prompt      bool
 	}{{"bigram", "bigram", false}, {"transformer", "transformer", false}, {"transformer + target prompt", "transformer", true}}
-	var lines []series
+	var lines []figures.Series
 	var table, csv strings.Builder
 	table.WriteString("| learner | final hitting time | steps to within 5% of the limit | wall seconds to within 5% | attention leaving the current token | attention on the prompt |\n| --- | --- | --- | --- | --- | --- |\n")
 	csv.WriteString("learner,step,hitting_time,hitting_time_ci95,wall_seconds\n")
-	var sums []summary
+	var sums []runs.Summary
 	limit := 0.0
 	for _, ln := range learners {
-		rc := defaultRunConfig()
+		rc := runs.DefaultConfig()
 		rc.Graph = graphConfig(k, k, l)
-		rc.Model = ln.model
-		rc.Train = trainers.TransformerRLVRDefaults(rc.Train, "ppo")
-		if ln.model == "bigram" {
-			rc.Train.Optim = trainers.SampledDefaults(rc.Train, "ppo").Optim
-		} else {
+		rc.Model = trainers.Model(ln.model)
+		rc.Train.Trainer, rc.Train.Rollouts = trainers.PPO, 64
+		if ln.model != "bigram" {
 			o := trainers.DefaultTransformerOptions()
 			o.Prompt = ln.prompt
 			rc.Transformer = &o
@@ -53,26 +53,27 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 			return "", "", fmt.Errorf("%s: %w", ln.name, err)
 		}
 		sums = append(sums, s)
-		limit = val(s.LimitHittingTime)
-		rows, err := readCSV(filepath.Join(sub, "metrics.csv"))
+		limit = runs.Value(s.LimitHittingTime)
+		m, err := runs.ReadMetrics(sub)
 		if err != nil {
 			return "", "", err
 		}
-		st, h, ci, wall := metricsColumn("step"), metricsColumn("hitting_time"), metricsColumn("hitting_time_ci95"), metricsColumn("wall_seconds")
-		sr := series{name: ln.name}
+		rows := m.Rows
+		st, h, ci, wall := m.Index("step"), m.Index("hitting_time"), m.Index("hitting_time_ci95"), m.Index("wall_seconds")
+		sr := figures.Series{Name: ln.name}
 		reachStep, reachWall := math.NaN(), math.NaN()
 		for _, row := range rows {
-			sr.x, sr.y = append(sr.x, row[st]), append(sr.y, row[h])
-			fmt.Fprintf(&csv, "%s,%g,%g,%s,%g\n", ln.name, row[st], row[h], f64(row[ci]), row[wall])
+			sr.X, sr.Y = append(sr.X, row[st]), append(sr.Y, row[h])
+			fmt.Fprintf(&csv, "%s,%g,%g,%s,%g\n", ln.name, row[st], row[h], runs.FormatExact(row[ci]), row[wall])
 			if math.IsNaN(reachStep) && row[h] <= 1.05*limit {
 				reachStep, reachWall = row[st], row[wall]
 			}
 		}
 		lines = append(lines, sr)
-		final := fmt.Sprintf("%.4g (exact)", val(s.FinalHittingTime))
+		final := fmt.Sprintf("%.4g (exact)", runs.Value(s.FinalHittingTime))
 		off, prompt := "-", "-"
 		if s.FinalCI95 != nil {
-			final = fmt.Sprintf("%.4g ± %.2g (Monte Carlo, %d rollouts)", val(s.FinalHittingTime), *s.FinalCI95, rc.Transformer.EvalRollouts)
+			final = fmt.Sprintf("%.4g ± %.2g (Monte Carlo, %d rollouts)", runs.Value(s.FinalHittingTime), *s.FinalCI95, rc.Transformer.EvalRollouts)
 		}
 		if a := s.Attention; a != nil {
 			off = fmt.Sprintf("%.3f", a.OffCurrent)
@@ -80,10 +81,10 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 				prompt = fmt.Sprintf("%.3f", a.OnPrompt)
 			}
 		}
-		fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %s |\n", ln.name, final, num(reachStep), num(reachWall), off, prompt)
+		fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %s |\n", ln.name, final, runs.FormatNumber(reachStep), runs.FormatNumber(reachWall), off, prompt)
 	}
-	lines = append(lines, series{name: "bigram's converged value (exact optimum)", x: []float64{0, float64(steps)}, y: []float64{limit, limit}})
-	if err := plotLinesLegend(filepath.Join(dir, "hitting_time.png"), fmt.Sprintf("PPO from the same pretrained bigram, W=K=%d, L=%d (transformer: Monte Carlo)", k, l),
+	lines = append(lines, figures.Series{Name: "bigram's converged value (exact optimum)", X: []float64{0, float64(steps)}, Y: []float64{limit, limit}})
+	if err := figures.Lines(filepath.Join(dir, "hitting_time.png"), fmt.Sprintf("PPO from the same pretrained bigram, W=K=%d, L=%d (transformer: Monte Carlo)", k, l),
 		"step", "hitting time (transitions, log scale)", true, false, lines); err != nil {
 		return "", "", err
 	}
@@ -93,14 +94,14 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 		}
 	}
 	bg, tf, tp := sums[0], sums[1], sums[2]
-	ci := func(s summary) float64 {
+	ci := func(s runs.Summary) float64 {
 		if s.FinalCI95 == nil {
 			return math.Inf(1) // some rollouts missed: no interval
 		}
 		return *s.FinalCI95
 	}
-	ok := val(tf.FinalHittingTime) <= val(bg.FinalHittingTime)+ci(tf) && val(tp.FinalHittingTime) <= val(bg.FinalHittingTime)+ci(tp) && !math.IsInf(ci(tf)+ci(tp), 1)
+	ok := runs.Value(tf.FinalHittingTime) <= runs.Value(bg.FinalHittingTime)+ci(tf) && runs.Value(tp.FinalHittingTime) <= runs.Value(bg.FinalHittingTime)+ci(tp) && !math.IsInf(ci(tf)+ci(tp), 1)
 	m := fmt.Sprintf("W=K=%d, L=%d, PPO (fork baseline), %d steps of 64 rollouts, seed 1: bigram %.4g (exact; limit %s); transformer %.4g ± %.2g; with the target prompt %.4g ± %.2g (learners.md)",
-		k, l, steps, val(bg.FinalHittingTime), num(limit), val(tf.FinalHittingTime), ci(tf), val(tp.FinalHittingTime), ci(tp))
+		k, l, steps, runs.Value(bg.FinalHittingTime), runs.FormatNumber(limit), runs.Value(tf.FinalHittingTime), ci(tf), runs.Value(tp.FinalHittingTime), ci(tp))
 	return m, yes(ok), nil
 }

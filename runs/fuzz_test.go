@@ -1,13 +1,13 @@
-package main
+package runs
 
 import (
 	"strings"
 	"testing"
 )
 
-// FuzzRunConfig: any bytes given to -config are decoded and validated
+// FuzzConfig: any bytes given as a config file are decoded and resolved
 // without panicking, and every error is one line.
-func FuzzRunConfig(f *testing.F) {
+func FuzzConfig(f *testing.F) {
 	for _, s := range []string{
 		`{"graph":{"W":3,"K":2,"L":2},"model":"bigram","train":{"trainer":"sft","optimizer":{"name":"sign","lr":0.01},"steps":10,"until":0,"seed":1,"log_every":1}}`,
 		`{"graph":{"branches":[[2,3],[1]]}}`,
@@ -21,12 +21,12 @@ func FuzzRunConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rc := defaultRunConfig()
-		if err := decodeRunConfig(data, &rc); err != nil {
+		rc := DefaultConfig()
+		if err := Decode(data, &rc); err != nil {
 			return
 		}
 		rc.Graph.MaxBytes = 1 << 20 // the fuzzer must not build giant graphs
-		if err := rc.validate(); err != nil && strings.Contains(err.Error(), "\n") {
+		if _, err := rc.Resolve(); err != nil && strings.Contains(err.Error(), "\n") {
 			t.Fatalf("multi-line error %q", err)
 		}
 	})

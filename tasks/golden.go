@@ -2,7 +2,7 @@ package tasks
 
 import (
 	"fmt"
-	"math/rand"
+	"math/rand/v2"
 )
 
 // GoldenPath is the shortest path (as states) from s0 -> f to the leaf of
@@ -41,7 +41,7 @@ func (g *Graph) RandomGoldenPath(t int, rng *rand.Rand) ([]int, error) {
 	b := g.Branches[t-1]
 	multi := make([]int, b.Depth())
 	for j, m := range b.Multi {
-		multi[j] = 1 + rng.Intn(m)
+		multi[j] = 1 + rng.IntN(m)
 	}
 	return g.GoldenPath(t, multi)
 }

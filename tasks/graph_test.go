@@ -2,7 +2,7 @@ package tasks
 
 import (
 	"math"
-	"math/rand"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -106,7 +106,7 @@ func TestClassesAndNames(t *testing.T) {
 
 func TestGoldenPath(t *testing.T) {
 	g := mustNew(t, Config{Branches: [][]int{{2, 3}, {5}}})
-	rng := rand.New(rand.NewSource(1))
+	rng := rand.New(rand.NewPCG(1, 0))
 	for target := 1; target <= g.W(); target++ {
 		p, err := g.RandomGoldenPath(target, rng)
 		if err != nil {

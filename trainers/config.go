@@ -5,33 +5,30 @@ import (
 	"math"
 	"slices"
 
-	"strings"
-
 	"github.com/rlvr-backtrack/backtrack/nn"
 )
 
-// Names of the trainers of this package.
-var Names = []string{"pretrain", "sft", "rlvr-exact", "distill", "reinforce", "ppo"}
-
-// Config configures one training run of a bigram on a world graph.
+// Config configures one training run on a world graph. The fields whose
+// good value depends on the trainer and the model (the optimiser, the
+// rollouts per step, the baseline) may be left at their zero value: New and
+// Resolve fill them from Defaults, so a config file and command-line flags
+// resolve alike.
 type Config struct {
-	// Trainer is pretrain (Theorem 1), sft (Theorem 2, Appendix F),
-	// rlvr-exact (the exact policy gradient, Lemma 'policygrad') or distill
-	// (Theorem 5).
-	Trainer string         `json:"trainer"`
+	// Trainer is the trainer kind (see Kind).
+	Trainer Kind           `json:"trainer"`
 	Optim   nn.OptimConfig `json:"optimizer"`
 	// LRDecay schedules the learning rate over the Steps: "" (constant) or
 	// "linear" (from the optimiser's lr down to lr/Steps at the last step).
 	LRDecay string `json:"lr_decay,omitempty"`
 	// Steps caps the number of optimiser steps (>= 1).
 	Steps int `json:"steps"`
-	// Until stops the run once the exact hitting time is within this
-	// relative distance of the trainer's limit (see Trainer.Limit), or for
-	// pretrain once every state puts less than Until on invalid
-	// transitions; 0 runs all Steps.
+	// Until stops the run once the hitting time is within this relative
+	// distance of the trainer's limit (see Trainer.Limit), or for pretrain
+	// once every state puts less than Until on invalid transitions; 0 runs
+	// all Steps.
 	Until float64 `json:"until"`
 	// Seed seeds every random choice of the run (sampled traces, the
-	// supervised backward states).
+	// supervised backward states, rollouts, initial weights).
 	Seed uint64 `json:"seed"`
 	// LogEvery writes a metrics row every LogEvery steps (>= 1).
 	LogEvery int `json:"log_every"`
@@ -51,7 +48,8 @@ type Config struct {
 	// HorizonFactor times its current hitting time and reward
 	// 1{hit} - Beta |y|, then updates from them (PPO: Epochs passes over
 	// Minibatches minibatches, ratio clipped at 1 +- Clip, an optional KL
-	// penalty to the starting policy and entropy bonus).
+	// penalty to the starting policy and entropy bonus). The transformer's
+	// cross-entropy trainers also draw Rollouts sequences per step.
 	Rollouts      int     `json:"rollouts"`
 	Beta          float64 `json:"beta"`
 	HorizonFactor float64 `json:"horizon_factor"`
@@ -80,45 +78,67 @@ type Config struct {
 	DistillTraces int `json:"distill_traces"`
 }
 
-// DefaultConfig is the paper's headline run: exact RLVR with sign gradient
-// descent, lr 0.01, until within 0.1% of the converged hitting time.
+// Baselines lists the values of Config.Baseline.
+var Baselines = []string{"gae", "fork", "state-target", "state", "batch"}
+
+// DefaultConfig is the paper's headline run, exact RLVR until within 0.1%
+// of its limit, with the trainer- and model-dependent fields unset
+// (Resolve fills them: sign descent with lr 0.01 for exact RLVR).
 func DefaultConfig() Config {
-	return Config{Trainer: "rlvr-exact", Optim: nn.DefaultOptimConfig(), Steps: 20000, Until: 1e-3, Seed: 1, LogEvery: 10, Patience: 1000,
-		Rollouts: 256, Beta: 3e-4, HorizonFactor: 2, Epochs: 2, Minibatches: 2, Clip: 0.2, Baseline: "state", Lambda: 0.95, CriticRate: 0.5, NormalizeAdvantages: true}
+	return Config{Trainer: RLVRExact, Optim: nn.OptimConfig{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, Steps: 20000, Until: 1e-3, Seed: 1, LogEvery: 10, Patience: 1000,
+		Beta: 3e-4, HorizonFactor: 2, Epochs: 2, Minibatches: 2, Clip: 0.2, Lambda: 0.95, CriticRate: 0.5, NormalizeAdvantages: true}
 }
 
-// SampledDefaults sets the optimiser of a reinforce or ppo run to the one
-// tuned at W=K=5, L=3 (Adam, lr 0.05 for ppo, 0.1 for reinforce); other
-// trainers' configs are returned unchanged.
-func SampledDefaults(c Config, trainer string) Config {
-	c.Trainer = trainer
-	switch trainer {
-	case "ppo":
-		c.Optim = nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
-	case "reinforce":
-		c.Optim = nn.OptimConfig{Name: "adam", LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+// Defaults are the values of the trainer- and model-dependent fields that
+// Resolve fills when they are unset.
+type Defaults struct {
+	Optim    nn.OptimConfig
+	Rollouts int
+	Baseline string
+}
+
+// defaultsFor returns the defaults of trainer k on model m: the paper's sign
+// descent at lr 0.01, 256 rollouts and the state baseline, unless the model
+// registered others (each model's file says which and why).
+func defaultsFor(k Kind, m Model) Defaults {
+	d := Defaults{Optim: nn.DefaultOptimConfig(), Rollouts: 256, Baseline: "state"}
+	if spec, ok := models[m]; ok && spec.defaults != nil {
+		spec.defaults(k, &d)
+	}
+	return d
+}
+
+// Resolve fills the fields left unset (zero optimiser name or learning
+// rate, zero rollouts, empty baseline) with the defaults of the trainer on
+// model m. An optimiser named without a learning rate takes the default
+// rate when the default optimiser has that name, and the paper's 0.01
+// otherwise.
+func (c Config) Resolve(m Model) Config {
+	d := defaultsFor(c.Trainer, m)
+	switch {
+	case c.Optim.Name == "" && c.Optim.LR == 0:
+		c.Optim.Name, c.Optim.LR = d.Optim.Name, d.Optim.LR
+	case c.Optim.Name == "":
+		c.Optim.Name = d.Optim.Name
+	case c.Optim.LR == 0 && c.Optim.Name == d.Optim.Name:
+		c.Optim.LR = d.Optim.LR
+	case c.Optim.LR == 0:
+		c.Optim.LR = nn.DefaultOptimConfig().LR
+	}
+	if c.Rollouts == 0 {
+		c.Rollouts = d.Rollouts
+	}
+	if c.Baseline == "" {
+		c.Baseline = d.Baseline
 	}
 	return c
 }
 
-// TransformerRLVRDefaults is SampledDefaults for the transformer learner:
-// Adam at lr 0.003 (0.01 and above diverge: every weight matrix moves by
-// about lr per step, and together they move the logits far more than the
-// bigram's own lr would), 64 rollouts per step and the fork baseline
-// (PPO at W=K=3, L=2 is below the bigram's limit after 40 steps with it,
-// 140 with the state baseline).
-func TransformerRLVRDefaults(c Config, trainer string) Config {
-	c = SampledDefaults(c, trainer)
-	if trainer == "ppo" || trainer == "reinforce" {
-		c.Optim.LR, c.Rollouts, c.Baseline = 0.003, 64, "fork"
-	}
-	return c
-}
-
-// Validate checks every field; errors name the field and what is allowed.
+// Validate checks every field of a resolved config; errors name the field
+// and what is allowed.
 func (c Config) Validate() error {
-	if !slices.Contains(Names, c.Trainer) {
-		return fmt.Errorf("trainers: trainer %q: want one of %s", c.Trainer, strings.Join(Names, ", "))
+	if !c.Trainer.Valid() {
+		return fmt.Errorf("trainers: trainer %q: want one of %s", c.Trainer, KindNames(Kinds))
 	}
 	if err := c.Optim.Validate(); err != nil {
 		return err
@@ -138,7 +158,7 @@ func (c Config) Validate() error {
 	if !(c.SupervisedBackward >= 0 && c.SupervisedBackward <= 1) || math.IsNaN(c.SupervisedBackward) {
 		return fmt.Errorf("trainers: supervised_backward %v: want a fraction in [0, 1]", c.SupervisedBackward)
 	}
-	if c.SupervisedBackward > 0 && c.Trainer != "sft" {
+	if c.SupervisedBackward > 0 && !c.Trainer.Supervises() {
 		return fmt.Errorf("trainers: supervised_backward %v: only the sft trainer supervises backward states", c.SupervisedBackward)
 	}
 	if c.Patience < 0 {
@@ -162,7 +182,7 @@ func (c Config) Validate() error {
 	if !(c.KLCoef >= 0) || !(c.EntropyCoef >= 0) || math.IsInf(c.KLCoef, 0) || math.IsInf(c.EntropyCoef, 0) {
 		return fmt.Errorf("trainers: kl_coef %v, entropy_coef %v: want finite >= 0", c.KLCoef, c.EntropyCoef)
 	}
-	if !slices.Contains([]string{"gae", "fork", "state-target", "state", "batch"}, c.Baseline) {
+	if !slices.Contains(Baselines, c.Baseline) {
 		return fmt.Errorf("trainers: baseline %q: want gae, fork, state-target, state or batch", c.Baseline)
 	}
 	if !(c.Lambda >= 0 && c.Lambda <= 1) || !(c.CriticRate > 0 && c.CriticRate <= 1) {

@@ -120,3 +120,17 @@ func edge(g *tasks.Graph, s, a int) int {
 	}
 	return e
 }
+
+// teacherTraces samples n traces of a Markov teacher, seeded.
+func teacherTraces(g *tasks.Graph, teacher []float64, n, horizon int, seed uint64) (*eval.AgentBatch, error) {
+	b, err := eval.AgentRollouts(g, func() (eval.Agent, error) { return eval.NewMarkovAgent(g, teacher) }, n, horizon, seed^0x510e527fade682d1)
+	if err != nil {
+		return nil, fmt.Errorf("trainers: teacher traces: %w", err)
+	}
+	for i, hit := range b.Hit {
+		if !hit {
+			return nil, fmt.Errorf("trainers: teacher trace %d did not reach its target within %d transitions", i, horizon)
+		}
+	}
+	return b, nil
+}

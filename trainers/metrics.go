@@ -8,7 +8,7 @@ import (
 )
 
 // Row is one line of a run's metrics: the policy before the update of step
-// Step.
+// Step. Quantities that do not apply to the trainer or model are NaN.
 type Row struct {
 	Step int `json:"step"`
 	// HittingTime is the exact H_f of the current policy (NaN for pretrain,
@@ -19,8 +19,10 @@ type Row struct {
 	HittingTime     float64 `json:"hitting_time"`
 	HittingTimeCI95 float64 `json:"hitting_time_ci95"`
 	MCSuccessRate   float64 `json:"mc_success_rate"`
-	// Objective is J = 1 - H_f for rlvr-exact (beta = 1), the cross-entropy
-	// loss for the other trainers.
+	// Estimated is set when HittingTime is a Monte Carlo estimate.
+	Estimated bool `json:"estimated"`
+	// Objective is J = 1 - H_f for rlvr-exact (beta = 1), 1 - beta H_f for
+	// the sampled trainers, the cross-entropy loss for the other trainers.
 	Objective float64 `json:"objective"`
 	// A, B, C, D are a_j, b_j, c_j, d_j averaged over depths and branches.
 	A, B, C, D float64
@@ -39,54 +41,33 @@ type Row struct {
 	Batch            BatchStats
 }
 
-// measure computes the metrics of the current policy (and caches the exact
-// analysis for the RLVR step that follows).
+// measure computes the metrics of the current policy.
 func (t *Trainer) measure() (Row, error) {
-	row := Row{Step: t.done, HittingTime: math.NaN(), InvalidMass: math.NaN(), BoundRatio: math.NaN(),
-		A: math.NaN(), B: math.NaN(), C: math.NaN(), D: math.NaN()}
-	if t.cfg.Trainer == "pretrain" {
-		row.InvalidMass, row.BoundRatio = 0, 0
-		return t.measurePretrain(row), nil
+	nan := math.NaN()
+	row := Row{Step: t.done, HittingTime: nan, Objective: nan, InvalidMass: nan, BoundRatio: nan, A: nan, B: nan, C: nan, D: nan}
+	if err := t.l.measure(&row); err != nil {
+		return row, err
 	}
-	if t.tf != nil {
-		return t.measureTransformer()
+	if h := row.HittingTime; !t.cfg.Trainer.Dense() && (math.IsNaN(h) || math.IsInf(h, 0)) {
+		return row, fmt.Errorf("trainers: step %d: hitting time is %v", t.done, h)
 	}
-	probs := t.model.Probs()
-	res, err := t.an.Analyze(probs)
-	if err != nil {
-		return row, fmt.Errorf("trainers: step %d: %w", t.done, err)
-	}
-	t.probs, t.res, t.resStep = probs, res, t.done
-	row.HittingTime = res.HittingTime
-	if math.IsNaN(row.HittingTime) || math.IsInf(row.HittingTime, 0) {
-		return row, fmt.Errorf("trainers: step %d: hitting time is %v", t.done, row.HittingTime)
-	}
-	switch t.cfg.Trainer {
-	case "rlvr-exact":
-		row.Objective = 1 - res.HittingTime
-	case "reinforce", "ppo":
-		row.Objective = 1 - t.cfg.Beta*res.HittingTime // exact J with the length penalty, no horizon
+	switch k := t.cfg.Trainer; {
+	case k.Exact():
+		row.Objective = 1 - row.HittingTime
+	case k.Sampled():
+		row.Objective = 1 - t.cfg.Beta*t.l.estimate() // J with the length penalty, no horizon
 		row.Tokens, row.Rollouts, row.Batch = t.smp.tokens, t.smp.rollouts, t.smp.batch
-	default:
-		for i, q := range t.pairs {
-			if q > 0 {
-				row.Objective -= q * math.Log(probs[i])
-			}
-		}
 	}
 	return row, nil
 }
 
-// fillABCD adds a_j..d_j per depth and their means to a row about to be
-// written (the policy measured last).
-func (t *Trainer) fillABCD(row *Row) {
-	if t.cfg.Trainer == "pretrain" || t.tf != nil || t.probs == nil {
-		return
-	}
-	row.Depths = depthMeans(eval.ABCDTable(t.g, t.probs))
+// setABCD puts a per-depth a/b/c/d table into a row with its means over
+// depths.
+func setABCD(row *Row, depths []eval.ABCDRow) {
+	row.Depths = depths
 	row.A, row.B, row.C, row.D = 0, 0, 0, 0
 	var n float64
-	for _, d := range row.Depths {
+	for _, d := range depths {
 		row.A, row.B, row.C, row.D = row.A+d.A, row.B+d.B, row.C+d.C, row.D+d.D
 		n++
 	}

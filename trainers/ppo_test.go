@@ -153,9 +153,10 @@ func TestSampledRLVRConverges(t *testing.T) {
 		trainer string
 		within  float64
 	}{{"ppo", 0.02}, {"reinforce", 0.05}} {
-		cfg := SampledDefaults(DefaultConfig(), tc.trainer)
+		cfg := DefaultConfig()
+		cfg.Trainer = Kind(tc.trainer)
 		cfg.Until, cfg.Steps = tc.within, 3000
-		tr, err := New(cfg, g, nil, nil)
+		tr, err := New(cfg, g, Setup{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,9 +178,10 @@ func TestSampledRLVRConverges(t *testing.T) {
 // bigram with the defaults (256 rollouts, 2 epochs of 2 minibatches).
 func BenchmarkPPOStep(b *testing.B) {
 	g := graph(b, tasks.Config{W: 5, K: 5, L: 3})
-	cfg := SampledDefaults(DefaultConfig(), "ppo")
+	cfg := DefaultConfig()
+	cfg.Trainer = PPO
 	cfg.Optim.LR = 1e-9 // keep the policy (and the batch size) fixed
-	tr, err := New(cfg, g, nil, nil)
+	tr, err := New(cfg, g, Setup{})
 	if err != nil {
 		b.Fatal(err)
 	}

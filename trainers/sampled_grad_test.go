@@ -15,16 +15,17 @@ import (
 func TestSampledGradientMatchesExact(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
 	logits := randomLogits(g, 5)
-	tr, err := New(DefaultConfig(), g, logits, nil)
+	tr, err := New(DefaultConfig(), g, Setup{Init: logits})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	tr.advantages() // exact: dH/dtheta = pi (A - mean) with the trainer's A
-	probs := tr.model.Probs()
+	bg := tr.l.(*bigram)
+	bg.advantages() // exact: dH/dtheta = pi (A - mean) with the trainer's A
+	probs := bg.model.Probs()
 	exact := make([]float64, len(g.Next))
-	a := tr.in.data()
-	for k, e := range tr.model.TrainableEntries() {
+	a := bg.in.data()
+	for k, e := range bg.model.TrainableEntries() {
 		s := support(g).RowOf(e)
 		mean := 0.0
 		for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {

@@ -25,6 +25,17 @@ func graph(t testing.TB, c tasks.Config) *tasks.Graph {
 	return g
 }
 
+// modelOf is the nn.Bigram of a bigram trainer (sparse or dense).
+func modelOf(tr *Trainer) *nn.Bigram {
+	switch l := tr.l.(type) {
+	case *bigram:
+		return l.model
+	case *dense:
+		return l.model
+	}
+	return nil
+}
+
 // captureSolver records the gradients it is given and does not move.
 type captureSolver struct{ grad []float64 }
 
@@ -60,12 +71,13 @@ func randomLogits(g *tasks.Graph, seed uint64) []float64 {
 func TestRLVRGradient(t *testing.T) {
 	g := graph(t, tasks.Config{Branches: [][]int{{2, 3}, {1, 2}, {3}}})
 	logits := randomLogits(g, 3)
-	tr, err := New(DefaultConfig(), g, logits, nil)
+	tr, err := New(DefaultConfig(), g, Setup{Init: logits})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	if err := tr.advantages(); err != nil {
+	bg := tr.l.(*bigram)
+	if err := bg.advantages(); err != nil {
 		t.Fatal(err)
 	}
 	// The same loss in a fresh graph, with a solver that only records.
@@ -81,7 +93,7 @@ func TestRLVRGradient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer step.Close()
-	G.Let(in, tr.in.val)
+	G.Let(in, bg.in.val)
 	if _, err := step.Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +106,7 @@ func TestRLVRGradient(t *testing.T) {
 		}
 		return r.HittingTime
 	}
-	probs := tr.model.Probs()
+	probs := modelOf(tr).Probs()
 	r, _ := eval.NewAnalyzer(g).Analyze(probs)
 	for k, e := range model.TrainableEntries() {
 		s := support(g).RowOf(e)
@@ -126,7 +138,7 @@ func TestRLVRGradient(t *testing.T) {
 
 func run(t *testing.T, cfg Config, g *tasks.Graph, init, teacher []float64) (*Trainer, Row) {
 	t.Helper()
-	tr, err := New(cfg, g, init, teacher)
+	tr, err := New(cfg, g, Setup{Init: init, Teacher: teacher})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +168,7 @@ func TestRLVRConverges(t *testing.T) {
 				t.Errorf("%v: depth %d: a,b,c,d = %v %v %v %v", c, d.Depth, d.A, d.B, d.C, d.D)
 			}
 		}
-		src := tr.model.Probs()[g.Offsets[0]:g.Offsets[1]]
+		src := modelOf(tr).Probs()[g.Offsets[0]:g.Offsets[1]]
 		if pred.FirstBranch == 0 {
 			for _, p := range src {
 				if p != src[0] {
@@ -183,7 +195,7 @@ func TestSFT(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Trainer, cfg.Steps, cfg.Until = "sft", 3000, 1e-3
 	tr, last := run(t, cfg, g, nil, nil)
-	after := tr.model.Logits() // started at zero: the pretrained world model
+	after := modelOf(tr).Logits() // started at zero: the pretrained world model
 	for s, st := range g.States {
 		if st.Class != tasks.RMinus && st.Class != tasks.LMinus {
 			continue
@@ -226,7 +238,7 @@ func TestSFTSupervisedBackward(t *testing.T) {
 func TestDistill(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
 	teacher, _ := run(t, DefaultConfig(), g, nil, nil)
-	probs := teacher.model.Probs()
+	probs := modelOf(teacher).Probs()
 	limit := eval.Predict(g).RLVRLimit
 	for _, traces := range []int{0, 2000} {
 		cfg := DefaultConfig()
@@ -245,7 +257,7 @@ func TestPretrainBound(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Trainer, cfg.Optim = "pretrain", nn.OptimConfig{Name: "sgd", LR: 50}
 	cfg.Steps, cfg.LogEvery, cfg.Until = 400, 1, 0
-	tr, err := New(cfg, g, nil, nil)
+	tr, err := New(cfg, g, Setup{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,6 +282,9 @@ func TestPretrainBound(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Resolve(BigramModel).Validate(); err != nil {
+		t.Fatalf("the resolved default: %v", err)
+	}
 	for _, mut := range []func(*Config){
 		func(c *Config) { c.Trainer = "ppo2" },
 		func(c *Config) { c.Steps = 0 },
@@ -279,7 +294,7 @@ func TestConfigValidate(t *testing.T) {
 		func(c *Config) { c.Optim.Name = "rmsprop" },
 		func(c *Config) { c.DistillTraces = -1 },
 	} {
-		c := DefaultConfig()
+		c := DefaultConfig().Resolve(BigramModel)
 		mut(&c)
 		if err := c.Validate(); err == nil {
 			t.Errorf("%+v: got no error", c)
@@ -298,7 +313,7 @@ func BenchmarkRLVRStep(b *testing.B) {
 		logits []float64
 	}{{"symmetric", nil}, {"asymmetric", randomLogits(g, 1)}} {
 		b.Run(init.name, func(b *testing.B) {
-			tr, err := New(DefaultConfig(), g, init.logits, nil)
+			tr, err := New(DefaultConfig(), g, Setup{Init: init.logits})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -312,7 +327,7 @@ func BenchmarkRLVRStep(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(tr.model.NumParams()), "params")
+			b.ReportMetric(float64(modelOf(tr).NumParams()), "params")
 		})
 	}
 }
@@ -327,7 +342,7 @@ func TestResumeIsBitIdentical(t *testing.T) {
 		{"sft", "adam", ""}, {"ppo", "adam", "state"}, {"ppo", "adam", "gae"}, {"reinforce", "sgd", "state-target"},
 	} {
 		cfg := DefaultConfig()
-		cfg.Trainer, cfg.Optim.Name, cfg.Steps, cfg.Until, cfg.LogEvery = tc.trainer, tc.opt, 40, 0, 1
+		cfg.Trainer, cfg.Optim.Name, cfg.Steps, cfg.Until, cfg.LogEvery = Kind(tc.trainer), tc.opt, 40, 0, 1
 		if tc.baseline != "" {
 			cfg.Baseline = tc.baseline
 		}
@@ -338,12 +353,12 @@ func TestResumeIsBitIdentical(t *testing.T) {
 		collect := func(tr *Trainer, ctx context.Context, out *[]string) {
 			tr.Run(ctx, Hooks{Row: func(r Row) error { *out = append(*out, fmt.Sprintf("%+v", r)); return nil }})
 		}
-		a, _ := New(cfg, g, nil, nil)
+		a, _ := New(cfg, g, Setup{})
 		var full []string
 		collect(a, context.Background(), &full)
 		a.Close()
 		// Interrupted at step 23.
-		b, _ := New(cfg, g, nil, nil)
+		b, _ := New(cfg, g, Setup{})
 		var part []string
 		ctx, cancel := context.WithCancel(context.Background())
 		b.Run(ctx, Hooks{Row: func(r Row) error {
@@ -353,12 +368,12 @@ func TestResumeIsBitIdentical(t *testing.T) {
 			}
 			return nil
 		}})
-		st, err := b.State()
+		st, err := b.Checkpoint(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.Close()
-		c, _ := New(cfg, g, nil, nil)
+		c, _ := New(cfg, g, Setup{})
 		if err := c.Restore(st); err != nil {
 			t.Fatalf("%v: %v", tc, err)
 		}
@@ -386,7 +401,7 @@ func TestHeadlineExperiment(t *testing.T) {
 		t.Skip("about a second")
 	}
 	g := graph(t, tasks.DefaultConfig())
-	tr, err := New(DefaultConfig(), g, nil, nil)
+	tr, err := New(DefaultConfig(), g, Setup{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +442,7 @@ func TestStallDetected(t *testing.T) {
 	g := graph(t, tasks.Config{W: 15, K: 30, L: 5})
 	cfg := DefaultConfig()
 	cfg.Patience, cfg.LogEvery = 200, 100
-	tr, err := New(cfg, g, nil, nil)
+	tr, err := New(cfg, g, Setup{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +466,7 @@ func TestNumericalFaultStops(t *testing.T) {
 	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
 	cfg := DefaultConfig()
 	cfg.Optim = nn.OptimConfig{Name: "sgd", LR: 1e308}
-	tr, err := New(cfg, g, nil, nil)
+	tr, err := New(cfg, g, Setup{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +475,7 @@ func TestNumericalFaultStops(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "step ") || !(strings.Contains(err.Error(), "Inf") || strings.Contains(err.Error(), "NaN")) {
 		t.Fatalf("got %v, want an error naming the step and the non-finite quantity", err)
 	}
-	for _, v := range tr.model.Logits() {
+	for _, v := range modelOf(tr).Logits() {
 		if math.IsNaN(v) {
 			t.Fatal("a NaN reached the parameters")
 		}
@@ -477,7 +492,7 @@ func TestDeterministic(t *testing.T) {
 	for i := range runs {
 		cfg := DefaultConfig()
 		cfg.Trainer, cfg.DistillTraces, cfg.Seed, cfg.LogEvery = "distill", 300, 7, 1
-		tr, err := New(cfg, g, nil, teacher)
+		tr, err := New(cfg, g, Setup{Teacher: teacher})
 		if err != nil {
 			t.Fatal(err)
 		}

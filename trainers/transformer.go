@@ -4,14 +4,42 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	G "gorgonia.org/gorgonia"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn"
-	"github.com/rlvr-backtrack/backtrack/tasks"
+	"github.com/rlvr-backtrack/backtrack/tokenizer"
 )
+
+func init() {
+	register(TransformerModel, modelSpec{
+		kinds: []Kind{SFT, Distill, Reinforce, PPO},
+		why:   "the exact trainers need a Markov policy; it starts from a bigram, not from pretraining",
+		// Adam at lr 0.003 for sampled RLVR (0.01 and above diverge: every
+		// weight matrix moves by about lr per step, and together they move
+		// the logits far more than the bigram's own lr would), 64 rollouts
+		// per step and the fork baseline (PPO at W=K=3, L=2 is below the
+		// bigram's limit after 40 steps with it, 140 with the state
+		// baseline).
+		defaults: func(k Kind, d *Defaults) {
+			if k.Sampled() {
+				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.003, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+				d.Rollouts, d.Baseline = 64, "fork"
+			}
+		},
+		validate: func(cfg Config, s Setup) error {
+			if cfg.SupervisedBackward > 0 {
+				return fmt.Errorf("trainers: supervised_backward %v: the transformer's sft trains on golden paths only", cfg.SupervisedBackward)
+			}
+			if cfg.Baseline == "gae" {
+				return fmt.Errorf("trainers: baseline gae: the tabular critic assumes a Markov policy; the transformer takes fork, state-target, state or batch")
+			}
+			return s.Transformer.Validate()
+		},
+		build: func(t *Trainer, s Setup) (learner, error) { return newTransformer(t, s) },
+	})
+}
 
 // TransformerOptions configure the transformer learner: an nn.Transformer
 // whose next-token distribution at step 0 equals the starting bigram's on
@@ -58,117 +86,91 @@ func (o TransformerOptions) Validate() error {
 	return nil
 }
 
-// TransformerTrainers are the trainers that train a transformer: the exact
-// trainers need a Markov policy, and pretraining starts from zero logits
-// while the transformer starts from a bigram.
-var TransformerTrainers = []string{"sft", "distill", "reinforce", "ppo"}
-
-// learner is a transformer being trained: its graph fill (one forward of
-// Windows rows), the loss constants and the Monte Carlo measurements that
-// stand in for the bigram's exact analysis.
-type learner struct {
+// transformer is the learner of a transformer: its graph fill (one forward
+// of Windows rows), the loss constants and the Monte Carlo measurements
+// that stand in for the bigram's exact analysis.
+type transformer struct {
+	t    *Trainer
 	opts TransformerOptions
+	tok  *tokenizer.Vocab
 	tr   *nn.Transformer
 	fw   *nn.TransformerBatch
-	t    int // tokens per row
+	step *nn.Step
+	solv nn.Solver
+	rowT int // tokens per row
 
 	w                      vec       // (N) cross-entropy and reinforce weights
 	advPos, advNeg, oldLog vec       // (N) ppo
 	share, refLog          vec       // (N*R) ppo KL and entropy: slot weights, reference log-probs
 	ref                    []float64 // the starting bigram's policy, CSR order
-	states                 int       // the graph's states: target x's prompt token is states + x - 1
+	teacher                []float64 // distill
 
-	mc           eval.MCResult // the latest Monte Carlo measurement
-	mcStep       int           // the step it was taken at (-1: none)
-	mcCap        int           // its horizon
-	loss         float64       // cross-entropy of the latest batch
-	teacher      []float64     // distill
-	traces       [][]int       // distill with fixed traces: the traces as token sequences
-	traceTargets []int         // and their targets
-	nextData     int           // the next trace to use
+	st     transformerState
+	mcCap  int        // the Monte Carlo horizon
+	traces []tokenSeq // distill with fixed traces
 }
 
-// NewTransformer builds a trainer of a transformer initialised from the
-// bigram with the given logits (one per valid transition of g in CSR
-// order; nil: the pretrained uniform world model), for the sft, distill,
-// reinforce and ppo trainers.
-func NewTransformer(cfg Config, opts TransformerOptions, g *tasks.Graph, init, teacher []float64) (*Trainer, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if err := opts.Validate(); err != nil {
-		return nil, err
-	}
-	if !slices.Contains(TransformerTrainers, cfg.Trainer) {
-		return nil, fmt.Errorf("trainers: trainer %s: the transformer trains with %v (the exact trainers need a Markov policy; it starts from a bigram, not from pretraining)", cfg.Trainer, TransformerTrainers)
-	}
-	if cfg.SupervisedBackward > 0 {
-		return nil, fmt.Errorf("trainers: supervised_backward %v: the transformer's sft trains on golden paths only", cfg.SupervisedBackward)
-	}
-	if cfg.Baseline == "gae" {
-		return nil, fmt.Errorf("trainers: baseline gae: the tabular critic assumes a Markov policy; the transformer takes state-target, state or batch")
-	}
+// transformerState is what a transformer learner checkpoints besides its
+// parameters: its latest Monte Carlo measurement, the cross-entropy of its
+// latest batch and, for distillation from fixed traces, the next trace.
+type transformerState struct {
+	MC        eval.MCResult `json:"mc"`
+	MCStep    int           `json:"mc_step"` // the step MC was taken at (-1: none)
+	Loss      float64       `json:"loss"`
+	NextTrace int           `json:"next_trace"`
+}
+
+// tokenSeq is a sequence of tokens toward a target (its prompt).
+type tokenSeq struct {
+	tokens []int
+	target int
+}
+
+// newTransformer builds a transformer initialised from the bigram with
+// logits s.Init (nil: the pretrained uniform world model). The rows the
+// paper fixes stay at the starting bigram's (uniform, deterministic)
+// distribution: the agent samples them from it and the loss skips them.
+func newTransformer(t *Trainer, s Setup) (*transformer, error) {
+	g, cfg, opts := t.g, t.cfg, s.Transformer
+	init := s.Init
 	if init == nil {
 		init = make([]float64, len(g.Next))
 	}
-	if len(init) != len(g.Next) {
-		return nil, fmt.Errorf("trainers: initial logits: %d values for %d valid transitions", len(init), len(g.Next))
-	}
-	// The rows the paper fixes stay at the starting bigram's (uniform,
-	// deterministic) distribution: the agent samples them from it and the
-	// loss skips them.
-	t := &Trainer{cfg: cfg, g: g, an: eval.NewAnalyzer(g)}
-	t.pcg = rand.NewPCG(cfg.Seed, 0x6a09e667f3bcc909)
-	t.rng = rand.New(t.pcg)
 	startBigram, err := graphBigram(g, init)
 	if err != nil {
 		return nil, err
 	}
-	l := &learner{opts: opts, mcStep: -1, ref: startBigram.Probs(), teacher: teacher, states: g.NumStates()}
-	t.tf = l
-	if cfg.Trainer == "reinforce" || cfg.Trainer == "ppo" {
-		t.smp = &sampled{}
-		if cfg.Baseline == "fork" {
-			t.smp.fork = forkStates(g)
-		}
-	}
+	l := &transformer{t: t, opts: opts, tok: tokenizer.New(g), ref: startBigram.Probs(), teacher: s.Teacher, st: transformerState{MCStep: -1}}
 	start, err := t.an.Analyze(l.ref)
 	if err != nil {
 		return nil, fmt.Errorf("trainers: starting bigram: %w", err)
 	}
 	l.mcCap = int(math.Ceil(50 * start.HittingTime))
-	pred := eval.Predict(g)
-	switch cfg.Trainer {
-	case "sft":
-		t.limit = pred.SFTLimit
-	case "distill":
-		if teacher == nil {
-			return nil, fmt.Errorf("trainers: distill needs a teacher policy")
-		}
-		r, err := t.an.Analyze(teacher)
+	if cfg.Trainer == Distill && cfg.DistillTraces > 0 {
+		r, err := t.an.Analyze(s.Teacher)
 		if err != nil {
 			return nil, fmt.Errorf("trainers: teacher: %w", err)
 		}
-		t.limit = r.HittingTime
-		if cfg.DistillTraces > 0 {
-			b, err := teacherTraces(g, teacher, cfg.DistillTraces, int(math.Ceil(100*r.HittingTime)), cfg.Seed)
-			if err != nil {
-				return nil, err
-			}
-			l.traces, l.traceTargets = sequences(g, &b.Batch), b.Targets
+		b, err := teacherTraces(g, s.Teacher, cfg.DistillTraces, int(math.Ceil(100*r.HittingTime)), cfg.Seed)
+		if err != nil {
+			return nil, err
 		}
-	default:
-		t.limit = pred.RLVROptimum
+		if l.traces, err = l.sequences(&b.Batch); err != nil {
+			return nil, err
+		}
 	}
 
-	tcfg := nn.TransformerConfig{Vocab: g.NumStates(), Support: support(g), Heads: opts.Heads, Context: opts.Context,
+	// The model's rows are the tokenizer's states and, with a prompt, its
+	// target tokens (tokenizer.Vocab.ForModel), each target with the row
+	// {s0 -> f}: the prompt is never predicted.
+	l.tok = l.tok.ForModel(opts.Prompt)
+	tcfg := nn.TransformerConfig{Vocab: l.tok.Rows(), Support: support(g), Heads: opts.Heads, Context: opts.Context,
 		Positional: opts.Positional, Prompt: opts.Prompt, LayerNorm: opts.LayerNorm}
 	logits := init
-	if opts.Prompt { // target tokens (tokenizer ids after the states), each with the row {s0 -> f}
-		tcfg.Vocab += g.W()
+	if opts.Prompt {
 		off := append([]int(nil), g.Offsets...)
 		next := append([]int(nil), g.Next...)
-		for range g.W() {
+		for range tcfg.Vocab - g.NumStates() {
 			next = append(next, 0)
 			off = append(off, len(next))
 			logits = append(logits[:len(logits):len(logits)], 0)
@@ -179,33 +181,33 @@ func NewTransformer(cfg Config, opts TransformerOptions, g *tasks.Graph, init, t
 	if l.tr, err = nn.NewTransformerFromBigram(tcfg, logits, rand.New(rand.NewPCG(cfg.Seed, 0x3c6ef372fe94f82b))); err != nil {
 		return nil, err
 	}
-	l.t = rowLen(opts.Stride, opts.Context)
-	if l.fw, err = l.tr.Forward(opts.Windows, l.t); err != nil {
+	l.rowT = rowLen(opts.Stride, opts.Context)
+	if l.fw, err = l.tr.Forward(opts.Windows, l.rowT); err != nil {
 		return nil, err
 	}
 	cost, err := l.buildLoss(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if t.solver, err = nn.NewSolver(cfg.Optim); err != nil {
+	if l.solv, err = nn.NewSolver(cfg.Optim); err != nil {
 		return nil, err
 	}
-	if t.step, err = nn.NewStep(cost, l.tr.Learnables(), t.solver); err != nil {
+	if l.step, err = nn.NewStep(cost, l.tr.Learnables(), l.solv); err != nil {
 		return nil, err
 	}
-	return t, nil
+	return l, nil
 }
 
 // buildLoss adds the trainer's loss over the graph's items to the
 // transformer's graph: the same losses as the bigram's (ppo.go), over
 // tokens instead of transitions.
-func (l *learner) buildLoss(cfg Config) (*G.Node, error) {
+func (l *transformer) buildLoss(cfg Config) (*G.Node, error) {
 	g := l.tr.Graph()
 	b, t, r := l.fw.Shape()
 	n := b * t
-	if cfg.Trainer != "ppo" {
+	if cfg.Trainer != PPO {
 		l.w = newVec(g, n, "token_weights")
-		if cfg.Trainer == "reinforce" {
+		if cfg.Trainer == Reinforce {
 			return reinforceLoss(l.fw.Taken(), l.w.node)
 		}
 		return l.fw.WeightedTakenLogLik(l.w.node)
@@ -226,49 +228,42 @@ func (l *learner) buildLoss(cfg Config) (*G.Node, error) {
 	return addRegularizers(cost, l.fw.LogProbs(), l.refLog.node, l.share.node, cfg)
 }
 
-// setParams restores the transformer's parameters from one flat vector in
-// Learnables order.
-func (l *learner) setParams(flat []float64) error {
-	var vals [][]float64
-	for _, p := range l.tr.Learnables() {
-		n := p.Shape().TotalSize()
-		if len(flat) < n {
-			return fmt.Errorf("transformer parameters: %d values too few", n-len(flat))
-		}
-		vals, flat = append(vals, flat[:n]), flat[n:]
-	}
-	if len(flat) > 0 {
-		return fmt.Errorf("transformer parameters: %d values too many", len(flat))
-	}
-	return l.tr.SetParamValues(vals)
-}
-
 // prompt is the prompt token of target x (-1 without a prompt).
-func (l *learner) prompt(x int) int {
+func (l *transformer) prompt(x int) int {
 	if !l.opts.Prompt {
 		return -1
 	}
-	return l.states + x - 1
-}
-
-// Transformer is the transformer being trained (nil for a bigram trainer).
-func (t *Trainer) Transformer() *nn.Transformer {
-	if t.tf == nil {
-		return nil
-	}
-	return t.tf.tr
-}
-
-// teacherTraces samples n traces of a Markov teacher, seeded.
-func teacherTraces(g *tasks.Graph, teacher []float64, n, horizon int, seed uint64) (*eval.AgentBatch, error) {
-	b, err := eval.AgentRollouts(g, func() (eval.Agent, error) { return eval.NewMarkovAgent(g, teacher) }, n, horizon, seed^0x510e527fade682d1)
+	id, err := l.tok.Target(x)
 	if err != nil {
-		return nil, fmt.Errorf("trainers: teacher traces: %w", err)
+		panic(err) // targets come from the graph
 	}
-	for i, hit := range b.Hit {
-		if !hit {
-			return nil, fmt.Errorf("trainers: teacher trace %d did not reach its target within %d transitions", i, horizon)
-		}
-	}
-	return b, nil
+	return id
 }
+
+// sequences turns a batch into token sequences through the tokenizer: the
+// states of rollout i, s0 -> f first, toward its target; transition t of
+// rollout i is item b.Starts[i]+t.
+func (l *transformer) sequences(b *eval.Batch) ([]tokenSeq, error) {
+	g := l.t.g
+	out := make([]tokenSeq, len(b.Targets))
+	path := []int{}
+	for i := range out {
+		path = append(path[:0], 0)
+		for _, e := range b.Entries[b.Starts[i]:b.Starts[i+1]] {
+			path = append(path, g.Next[e])
+		}
+		ids, err := l.tok.Encode(path)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = tokenSeq{tokens: ids, target: b.Targets[i]}
+	}
+	return out, nil
+}
+
+func (l *transformer) solver() nn.Solver       { return l.solv }
+func (l *transformer) close() error            { return l.step.Close() }
+func (l *transformer) abcd(*Row)               {}
+func (l *transformer) state() any              { return &l.st }
+func (l *transformer) layout() string          { return "transformer" }
+func (l *transformer) vocab() *tokenizer.Vocab { return l.tok }

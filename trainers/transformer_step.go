@@ -3,14 +3,13 @@ package trainers
 import (
 	"fmt"
 	"math"
-	mrand "math/rand"
 	"math/rand/v2"
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/rlvr-backtrack/backtrack/checkpoints"
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn"
-	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
 // agent samples the transformer as an eval.Agent with a KV-cache sampler
@@ -18,93 +17,83 @@ import (
 // leaf-incoming: bounce) are drawn from the starting bigram, as the
 // bigram's frozen rows are.
 type agent struct {
-	g   *tasks.Graph
-	l   *learner
-	s   *nn.TransformerSampler
-	ref []float64
+	l     *transformer
+	s     *nn.TransformerSampler
+	probs []float64 // scratch: the current row's probabilities
 }
 
-// agent returns an agent sampling the transformer's current parameters.
-func (l *learner) agent(g *tasks.Graph) *agent {
-	return &agent{g: g, l: l, s: l.tr.Sampler(), ref: l.ref}
-}
-
-// newAgent makes agents for eval's parallel rollouts, one per worker.
-func (l *learner) newAgent(g *tasks.Graph) func() (eval.Agent, error) {
-	return func() (eval.Agent, error) { return l.agent(g), nil }
+// newAgent makes agents sampling the transformer's current parameters, one
+// per worker of eval's parallel rollouts.
+func (l *transformer) newAgent() func() (eval.Agent, error) {
+	return func() (eval.Agent, error) { return &agent{l: l, s: l.tr.Sampler()}, nil }
 }
 
 // Start empties the sampler's cache and, with a prompt, caches the target.
 func (a *agent) Start(target int) error { return a.s.ResetAt(0, a.l.prompt(target)) }
 
 func (a *agent) Next(s int, rng *rand.Rand) (int, float64, error) {
+	g := a.l.t.g
 	logp, err := a.s.Push(s)
 	if err != nil {
 		return 0, 0, err
 	}
-	lo, u := a.g.Offsets[s], rng.Float64()
-	if !a.g.Trained(s) {
-		e := eval.DrawEntry(a.ref, lo, a.g.Offsets[s+1], u)
-		return e, math.Log(a.ref[e]), nil
+	lo, u := g.Offsets[s], rng.Float64()
+	if !g.Trained(s) {
+		e := lo + eval.Draw(a.l.ref[lo:g.Offsets[s+1]], u)
+		return e, math.Log(a.l.ref[e]), nil
 	}
-	for j, lp := range logp {
-		if u -= math.Exp(lp); u < 0 {
-			return lo + j, lp, nil
-		}
+	a.probs = a.probs[:0]
+	for _, lp := range logp {
+		a.probs = append(a.probs, math.Exp(lp))
 	}
-	j := len(logp) - 1 // rounding: the last entry with mass takes the remainder
-	for j > 0 && math.IsInf(logp[j], -1) {
-		j--
-	}
+	j := eval.Draw(a.probs, u)
 	return lo + j, logp[j], nil
 }
 
-// sequences turns a batch into token sequences: the states of rollout i,
-// s0 -> f first; transition t of rollout i is item b.Starts[i]+t.
-func sequences(g *tasks.Graph, b *eval.Batch) [][]int {
-	out := make([][]int, len(b.Targets))
-	for i := range out {
-		seq := make([]int, 1, b.Len(i)+1)
-		for _, e := range b.Entries[b.Starts[i]:b.Starts[i+1]] {
-			seq = append(seq, g.Next[e])
+// rollouts samples the transformer.
+func (l *transformer) rollouts(n, horizon int, seed uint64) (*eval.AgentBatch, error) {
+	if l.st.MCStep < 0 { // the horizon needs a measurement
+		var row Row
+		if err := l.measure(&row); err != nil {
+			return nil, err
 		}
-		out[i] = seq
 	}
-	return out
+	return eval.AgentRollouts(l.t.g, l.newAgent(), n, horizon, seed)
 }
 
 // pass runs the windows of one minibatch through the graph, filling the
 // loss constants of each trained position with fill(position, item), and
-// takes one optimiser step on the summed gradient. Sequence i goes toward
-// targets[i] (its prompt) and its transition t is item first[i]+t. It
-// returns the summed loss.
-func (t *Trainer) pass(seqs [][]int, targets, first []int, wins []window, fill func(pos, item int)) (float64, error) {
-	l := t.tf
+// takes one optimiser step on the summed gradient. Sequence i's transition
+// t is item first[i]+t. It returns the summed loss.
+func (l *transformer) pass(seqs []tokenSeq, first []int, wins []window, fill func(pos, item int)) (float64, error) {
+	t := l.t
 	b, _, _ := l.fw.Shape()
 	rows := make([]nn.Window, 0, b)
+	consts := []vec{l.w, l.advPos, l.advNeg, l.oldLog, l.share, l.refLog}
 	total := 0.0
 	for k := 0; k < len(wins); k += b {
 		part := wins[k:min(k+b, len(wins))]
 		rows = rows[:0]
 		for _, w := range part {
-			rows = append(rows, nn.Window{Prompt: l.prompt(targets[w.seq]), Start: w.from, Tokens: seqs[w.seq][w.from : w.to+1]})
+			s := seqs[w.seq]
+			rows = append(rows, nn.Window{Prompt: l.prompt(s.target), Start: w.from, Tokens: s.tokens[w.from : w.to+1]})
 		}
 		if err := l.fw.SetWindows(rows); err != nil {
 			return 0, fmt.Errorf("trainers: step %d: %w", t.done, err)
 		}
-		for _, v := range []vec{l.w, l.advPos, l.advNeg, l.oldLog, l.share, l.refLog} {
+		for _, v := range consts {
 			if v.node != nil {
 				clear(v.data())
 			}
 		}
 		for r, w := range part {
 			for p := w.train; p < w.to; p++ {
-				if t.g.Trained(seqs[w.seq][p]) {
-					fill(r*l.t+p-w.from, first[w.seq]+p)
+				if t.g.Trained(seqs[w.seq].tokens[p]) {
+					fill(r*l.rowT+p-w.from, first[w.seq]+p)
 				}
 			}
 		}
-		for _, v := range []vec{l.w, l.advPos, l.advNeg, l.oldLog, l.share, l.refLog} {
+		for _, v := range consts {
 			if v.node == nil {
 				continue
 			}
@@ -112,13 +101,13 @@ func (t *Trainer) pass(seqs [][]int, targets, first []int, wins []window, fill f
 				return 0, fmt.Errorf("trainers: step %d: %w", t.done, err)
 			}
 		}
-		cost, err := t.step.Accumulate() // refuses NaN losses and gradients
+		cost, err := l.step.Accumulate() // refuses NaN losses and gradients
 		if err != nil {
 			return 0, fmt.Errorf("trainers: step %d: %w", t.done, err)
 		}
 		total += cost
 	}
-	if err := t.step.Apply(); err != nil {
+	if err := l.step.Apply(); err != nil {
 		return 0, fmt.Errorf("trainers: step %d: %w", t.done, err)
 	}
 	for _, p := range l.tr.Learnables() {
@@ -131,32 +120,15 @@ func (t *Trainer) pass(seqs [][]int, targets, first []int, wins []window, fill f
 	return total, nil
 }
 
-// transformerSampledStep is sampledStep for the transformer: rollouts from
-// the KV-cache sampler with horizon HorizonFactor x the latest Monte Carlo
-// hitting time, the same advantages, and the REINFORCE update or PPO's
-// epochs over minibatches of windows.
-func (t *Trainer) transformerSampledStep() error {
-	l, cfg, g := t.tf, t.cfg, t.g
-	if l.mcStep < 0 {
-		if _, err := t.measure(); err != nil {
-			return err
-		}
-	}
-	horizon := int(math.Ceil(cfg.HorizonFactor * l.estimate()))
-	ab, err := eval.AgentRollouts(g, l.newAgent(g), cfg.Rollouts, horizon, t.stepSeed())
+// update is the REINFORCE update or PPO's epochs over minibatches of
+// windows.
+func (l *transformer) update(ab *eval.AgentBatch, _ []int32, adv []float64) (ratioStats, error) {
+	cfg := l.t.cfg
+	seqs, err := l.sequences(&ab.Batch)
 	if err != nil {
-		return fmt.Errorf("trainers: step %d: %w", t.done, err)
+		return ratioStats{}, err
 	}
-	b := &ab.Batch
-	lens := t.smp.record(b, horizon)
-	states, _ := b.States(g)
-	adv := tokenAdvantages(lens, b.Hit, states, g.NumStates(), b.Targets, g.W(), cfg.Beta, cfg.Baseline, t.smp.fork, cfg.NormalizeAdvantages)
-	seqs := sequences(g, b)
-	m := cfg.Minibatches
-	epochs := cfg.Epochs
-	if cfg.Trainer == "reinforce" {
-		m, epochs = 1, 1
-	}
+	epochs, m := cfg.Trainer.epochs(cfg)
 	mini := make([][]int, m) // rollouts of each minibatch
 	for i := range seqs {
 		mini[i%m] = append(mini[i%m], i)
@@ -166,15 +138,15 @@ func (t *Trainer) transformerSampledStep() error {
 			n := 0.0
 			var lensOf []int
 			for _, i := range rs {
-				n += float64(lens[i])
-				lensOf = append(lensOf, len(seqs[i]))
+				n += float64(ab.Len(i))
+				lensOf = append(lensOf, len(seqs[i].tokens))
 			}
 			wins := cutWindows(lensOf, l.opts.Stride, l.opts.Context)
 			for k := range wins {
 				wins[k].seq = rs[wins[k].seq]
 			}
 			var fill func(pos, item int)
-			if cfg.Trainer == "reinforce" {
+			if cfg.Trainer == Reinforce {
 				fill = func(pos, item int) { l.w.data()[pos] = -adv[item] / n }
 			} else {
 				fill = func(pos, item int) {
@@ -195,34 +167,32 @@ func (t *Trainer) transformerSampledStep() error {
 					}
 				}
 			}
-			if _, err := t.pass(seqs, b.Targets, b.Starts, wins, fill); err != nil {
-				return err
+			if _, err := l.pass(seqs, ab.Starts, wins, fill); err != nil {
+				return ratioStats{}, err
 			}
 		}
 	}
-	if cfg.Trainer == "ppo" {
-		if err := t.transformerRatios(seqs, ab); err != nil {
-			return err
-		}
+	if cfg.Trainer != PPO {
+		return ratioStats{}, nil
 	}
-	t.done++
-	return nil
+	return l.ratios(seqs, ab)
 }
 
-// transformerRatios logs PPO's approximate KL and clip fraction over the
-// batch's trained tokens after the updates, replaying each rollout through
-// a sampler of the updated transformer.
-func (t *Trainer) transformerRatios(seqs [][]int, ab *eval.AgentBatch) error {
-	sp := t.tf.tr.Sampler()
+// ratios are PPO's approximate KL and clip fraction over the batch's
+// trained tokens after the updates, replaying each rollout through a
+// sampler of the updated transformer.
+func (l *transformer) ratios(seqs []tokenSeq, ab *eval.AgentBatch) (ratioStats, error) {
+	t := l.t
+	sp := l.tr.Sampler()
 	var rs ratioStats
 	for i, seq := range seqs {
-		if err := sp.ResetAt(0, t.tf.prompt(ab.Targets[i])); err != nil {
-			return fmt.Errorf("trainers: step %d: %w", t.done, err)
+		if err := sp.ResetAt(0, l.prompt(seq.target)); err != nil {
+			return rs, fmt.Errorf("trainers: step %d: %w", t.done, err)
 		}
-		for p, x := range seq[:len(seq)-1] {
+		for p, x := range seq.tokens[:len(seq.tokens)-1] {
 			logp, err := sp.Push(x)
 			if err != nil {
-				return fmt.Errorf("trainers: step %d: %w", t.done, err)
+				return rs, fmt.Errorf("trainers: step %d: %w", t.done, err)
 			}
 			if t.g.Trained(x) {
 				tok := ab.Starts[i] + p
@@ -230,56 +200,62 @@ func (t *Trainer) transformerRatios(seqs [][]int, ab *eval.AgentBatch) error {
 			}
 		}
 	}
-	rs.record(&t.smp.batch)
-	return nil
+	return rs, nil
 }
 
-// transformerCEStep is one cross-entropy step of the transformer on
+// crossEntropyStep is one cross-entropy step of the transformer on
 // Rollouts sequences: golden paths with uniform targets and multiedges
 // (sft, Theorem 2's data) or teacher traces (distill, Theorem 5's), with
 // weight 1/(number of tokens) on every trained token.
-func (t *Trainer) transformerCEStep() error {
-	l, cfg, g := t.tf, t.cfg, t.g
-	var seqs [][]int
-	var targets []int
+func (l *transformer) crossEntropyStep() error {
+	t, cfg, g := l.t, l.t.cfg, l.t.g
+	var seqs []tokenSeq
 	stepSeed := t.stepSeed()
 	switch {
-	case cfg.Trainer == "sft":
-		rng := mrand.New(mrand.NewSource(int64(stepSeed)))
+	case cfg.Trainer == SFT:
+		rng := rand.New(rand.NewPCG(stepSeed, 0x243f6a8885a308d3))
 		for range cfg.Rollouts {
-			x := 1 + rng.Intn(g.W())
+			x := 1 + rng.IntN(g.W())
 			path, err := g.RandomGoldenPath(x, rng)
 			if err != nil {
 				return err
 			}
-			seqs, targets = append(seqs, path), append(targets, x)
+			ids, err := l.tok.Encode(path)
+			if err != nil {
+				return err
+			}
+			seqs = append(seqs, tokenSeq{tokens: ids, target: x})
 		}
 	case l.traces != nil: // a fixed set of traces, taken in turn
+		if l.st.NextTrace < 0 || l.st.NextTrace >= len(l.traces) {
+			return fmt.Errorf("trainers: step %d: next trace %d outside [0, %d)", t.done, l.st.NextTrace, len(l.traces))
+		}
 		for range cfg.Rollouts {
-			seqs, targets = append(seqs, l.traces[l.nextData]), append(targets, l.traceTargets[l.nextData])
-			l.nextData = (l.nextData + 1) % len(l.traces)
+			seqs = append(seqs, l.traces[l.st.NextTrace])
+			l.st.NextTrace = (l.st.NextTrace + 1) % len(l.traces)
 		}
 	default:
 		b, err := teacherTraces(g, l.teacher, cfg.Rollouts, int(math.Ceil(100*t.limit)), stepSeed)
 		if err != nil {
 			return err
 		}
-		seqs, targets = sequences(g, &b.Batch), b.Targets
+		if seqs, err = l.sequences(&b.Batch); err != nil {
+			return err
+		}
 	}
 	first := make([]int, len(seqs))
 	lens := make([]int, len(seqs))
 	n := 0.0
 	for i, s := range seqs {
-		first[i], lens[i] = int(n), len(s)
-		n += float64(len(s) - 1)
+		first[i], lens[i] = int(n), len(s.tokens)
+		n += float64(len(s.tokens) - 1)
 	}
 	wins := cutWindows(lens, l.opts.Stride, l.opts.Context)
-	loss, err := t.pass(seqs, targets, first, wins, func(pos, item int) { l.w.data()[pos] = -1 / n })
+	loss, err := l.pass(seqs, first, wins, func(pos, item int) { l.w.data()[pos] = -1 / n })
 	if err != nil {
 		return err
 	}
-	l.loss = loss
-	t.done++
+	l.st.Loss = loss
 	return nil
 }
 
@@ -289,91 +265,64 @@ func (t *Trainer) transformerCEStep() error {
 // biased low: a policy that hits one target in 2K+1 steps and loops
 // otherwise would get a horizon too short for any rollout to find the
 // other targets, and no signal to learn them.
-func (l *learner) estimate() float64 {
-	if l.mc.SuccessRate == 1 {
-		return l.mc.HittingTime
+func (l *transformer) estimate() float64 {
+	if l.st.MCStep < 0 {
+		var row Row
+		if err := l.measure(&row); err != nil {
+			return math.NaN()
+		}
 	}
-	return l.mc.MeanLength
+	if l.st.MC.SuccessRate == 1 {
+		return l.st.MC.HittingTime
+	}
+	return l.st.MC.MeanLength
 }
 
-// measureTransformer is measure for the transformer: a Monte Carlo hitting
-// time with its 95% confidence interval, and the success rate within 50x
-// the starting bigram's hitting time (when some rollouts miss, the row
-// holds the lower bound of estimate and no interval), taken at step 0,
-// every LogEvery steps and at the step cap; rows in between repeat the
-// latest.
-func (t *Trainer) measureTransformer() (Row, error) {
-	l, cfg := t.tf, t.cfg
-	if l.mcStep < 0 || (l.mcStep != t.done && (t.done%cfg.LogEvery == 0 || t.done >= cfg.Steps)) {
-		mc, err := eval.AgentMonteCarlo(t.g, l.newAgent(t.g), l.opts.EvalRollouts, l.mcCap, cfg.Seed^0x1f83d9abfb41bd6b^uint64(t.done)*0x9e3779b97f4a7c15)
+// measure is a Monte Carlo hitting time with its 95% confidence interval,
+// and the success rate within 50x the starting bigram's hitting time (when
+// some rollouts miss, the row holds the lower bound of estimate and no
+// interval), taken at step 0, every LogEvery steps and at the step cap;
+// rows in between repeat the latest.
+func (l *transformer) measure(row *Row) error {
+	t, cfg := l.t, l.t.cfg
+	if l.st.MCStep < 0 || (l.st.MCStep != t.done && (t.done%cfg.LogEvery == 0 || t.done >= cfg.Steps)) {
+		mc, err := eval.AgentMonteCarlo(t.g, l.newAgent(), l.opts.EvalRollouts, l.mcCap, cfg.Seed^0x1f83d9abfb41bd6b^uint64(t.done)*0x9e3779b97f4a7c15)
 		if err != nil {
-			return Row{}, fmt.Errorf("trainers: step %d: %w", t.done, err)
+			return fmt.Errorf("trainers: step %d: %w", t.done, err)
 		}
-		l.mc, l.mcStep = mc, t.done
+		l.st.MC, l.st.MCStep = mc, t.done
 	}
-	ci := l.mc.CI95
-	if l.mc.SuccessRate < 1 {
+	ci := l.st.MC.CI95
+	if l.st.MC.SuccessRate < 1 {
 		ci = math.NaN()
 	}
-	row := Row{Step: t.done, HittingTime: l.estimate(), HittingTimeCI95: ci, MCSuccessRate: l.mc.SuccessRate,
-		InvalidMass: math.NaN(), BoundRatio: math.NaN(), A: math.NaN(), B: math.NaN(), C: math.NaN(), D: math.NaN()}
-	switch cfg.Trainer {
-	case "reinforce", "ppo":
-		row.Objective = 1 - cfg.Beta*l.estimate()
-		row.Tokens, row.Rollouts, row.Batch = t.smp.tokens, t.smp.rollouts, t.smp.batch
-	default:
-		row.Objective = l.loss
-		if t.done == 0 {
-			row.Objective = math.NaN()
-		}
+	row.HittingTime, row.HittingTimeCI95, row.MCSuccessRate, row.Estimated = l.estimate(), ci, l.st.MC.SuccessRate, true
+	if cfg.Trainer.CrossEntropy() && t.done > 0 {
+		row.Objective = l.st.Loss
 	}
-	return row, nil
+	return nil
 }
 
-// AttentionStats summarise where a transformer's attention goes along its
-// own rollouts, averaged over the positions of trained states and over
-// heads: the share that leaves the current token (the bigram
-// initialisation's attention adds nothing, whatever its weights) and the
-// share on the prompt (0 without one).
-type AttentionStats struct {
-	OffCurrent float64 `json:"attention_off_current"`
-	OnPrompt   float64 `json:"attention_on_prompt"`
-	Positions  int     `json:"positions"`
+// tensors are the transformer's parameters, one named tensor each, in
+// Learnables order.
+func (l *transformer) tensors() []checkpoints.Tensor {
+	var out []checkpoints.Tensor
+	vals := l.tr.ParamValues()
+	for i, p := range l.tr.Learnables() {
+		out = append(out, checkpoints.Tensor{Name: p.Name(), Shape: append([]int(nil), p.Shape()...), Data: vals[i]})
+	}
+	return out
 }
 
-// Attention samples n rollouts (seeded) of the transformer being trained
-// and summarises its attention; an error for a bigram trainer.
-func (t *Trainer) Attention(n int, seed uint64) (AttentionStats, error) {
-	if t.tf == nil {
-		return AttentionStats{}, fmt.Errorf("trainers: attention: the model is a bigram")
-	}
-	a := t.tf.agent(t.g)
-	var st AttentionStats
-	for i := range n {
-		rng := rand.New(rand.NewPCG(seed, uint64(i)))
-		target := 1 + rng.IntN(t.g.W())
-		if err := a.Start(target); err != nil {
-			return st, err
+// setTensors restores the parameters, checking each one's name and shape.
+func (l *transformer) setTensors(ck *checkpoints.Checkpoint) error {
+	var vals [][]float64
+	for _, p := range l.tr.Learnables() {
+		d, err := ck.Tensor(p.Name(), p.Shape().TotalSize())
+		if err != nil {
+			return err
 		}
-		for s, steps := 0, 0; !t.g.Hits(s, target) && steps < t.tf.mcCap; steps++ {
-			e, _, err := a.Next(s, rng)
-			if err != nil {
-				return st, err
-			}
-			if t.g.Trained(s) {
-				w := a.s.Attention()
-				st.OffCurrent += 1 - w[len(w)-1]
-				if t.tf.opts.Prompt {
-					st.OnPrompt += w[0]
-				}
-				st.Positions++
-			}
-			s = t.g.Next[e]
-		}
+		vals = append(vals, d)
 	}
-	if st.Positions > 0 {
-		st.OffCurrent /= float64(st.Positions)
-		st.OnPrompt /= float64(st.Positions)
-	}
-	return st, nil
+	return l.tr.SetParamValues(vals)
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
-func newTransformer(t testing.TB, cfg Config, opts TransformerOptions, g *tasks.Graph, init []float64) *Trainer {
+func newTrainer(t testing.TB, cfg Config, opts TransformerOptions, g *tasks.Graph, init []float64) *Trainer {
 	t.Helper()
-	tr, err := NewTransformer(cfg, opts, g, init, nil)
+	tr, err := New(cfg, g, Setup{Model: TransformerModel, Transformer: opts, Init: init})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +50,9 @@ func TestTransformerStartsAtBigram(t *testing.T) {
 			prompt := variant.prompt
 			opts := DefaultTransformerOptions()
 			opts.Prompt, opts.LayerNorm, opts.EvalRollouts = prompt, variant.layerNorm, 5000
-			cfg := SampledDefaults(DefaultConfig(), "ppo")
-			row, err := newTransformer(t, cfg, opts, g, init).measure()
+			cfg := DefaultConfig()
+			cfg.Trainer = PPO
+			row, err := newTrainer(t, cfg, opts, g, init).measure()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,26 +75,30 @@ func TestTransformerWindowsGradient(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Trainer, cfg.Optim = "sft", nn.OptimConfig{Name: "sgd", LR: 0.5}
 		opts := TransformerOptions{Heads: 1, Context: 3, Positional: "learned", Prompt: prompt, Stride: 5, Windows: 4, EvalRollouts: 2}
-		tr := newTransformer(t, cfg, opts, g, nil)
-		b, err := eval.AgentRollouts(g, tr.tf.newAgent(g), 9, 60, 5)
+		tr := newTrainer(t, cfg, opts, g, nil)
+		tf := tr.l.(*transformer)
+		b, err := eval.AgentRollouts(g, tf.newAgent(), 9, 60, 5)
 		if err != nil {
 			t.Fatal(err)
 		}
-		seqs := sequences(g, &b.Batch)
+		seqs, err := tf.sequences(&b.Batch)
+		if err != nil {
+			t.Fatal(err)
+		}
 		lens := make([]int, len(seqs))
 		for i, s := range seqs {
-			lens[i] = len(s)
+			lens[i] = len(s.tokens)
 		}
 		rng := rand.New(rand.NewPCG(1, 2))
 		w := make([]float64, b.Tokens())
 		for i := range w {
 			w[i] = rng.NormFloat64()
 		}
-		probs := tr.tf.ref
+		probs := tf.ref
 		want := make([]float64, len(g.Next)) // expected change of U at each transition
 		for i, seq := range seqs {
-			for p := 0; p+1 < len(seq); p++ {
-				s, e := seq[p], int(b.Entries[b.Starts[i]+p])
+			for p := 0; p+1 < len(seq.tokens); p++ {
+				s, e := seq.tokens[p], int(b.Entries[b.Starts[i]+p])
 				if !g.Trained(s) {
 					continue
 				}
@@ -107,8 +112,8 @@ func TestTransformerWindowsGradient(t *testing.T) {
 			}
 		}
 		before := uOf(tr, g)
-		if _, err := tr.pass(seqs, b.Targets, b.Starts, cutWindows(lens, opts.Stride, opts.Context), func(pos, item int) {
-			tr.tf.w.data()[pos] = w[item]
+		if _, err := tf.pass(seqs, b.Starts, cutWindows(lens, opts.Stride, opts.Context), func(pos, item int) {
+			tf.w.data()[pos] = w[item]
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +128,7 @@ func TestTransformerWindowsGradient(t *testing.T) {
 
 // uOf reads U[x][a] at each valid transition x -> a.
 func uOf(tr *Trainer, g *tasks.Graph) []float64 {
-	ls := tr.tf.tr.Learnables()
+	ls := tr.l.(*transformer).tr.Learnables()
 	u := ls[len(ls)-1].Value().Data().([]float64)
 	v := ls[len(ls)-1].Shape()[1]
 	out := make([]float64, len(g.Next))
@@ -143,7 +148,8 @@ func TestTransformerResume(t *testing.T) {
 	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
 	teacher := eval.PolicyRLVRLimit(g)
 	for _, name := range []string{"ppo", "reinforce", "sft", "distill"} {
-		cfg := SampledDefaults(DefaultConfig(), name)
+		cfg := DefaultConfig()
+		cfg.Trainer = Kind(name)
 		cfg.Rollouts, cfg.Steps, cfg.Until, cfg.LogEvery = 8, 6, 0, 2
 		if name == "ppo" {
 			cfg.KLCoef, cfg.EntropyCoef = 0.1, 0.01
@@ -157,7 +163,7 @@ func TestTransformerResume(t *testing.T) {
 		opts := DefaultTransformerOptions()
 		opts.EvalRollouts, opts.Prompt = 50, name == "ppo"
 		build := func() *Trainer {
-			tr, err := NewTransformer(cfg, opts, g, nil, teacher)
+			tr, err := New(cfg, g, Setup{Model: TransformerModel, Transformer: opts, Teacher: teacher})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +184,7 @@ func TestTransformerResume(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		st, err := first.State()
+		st, err := first.Checkpoint(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +200,7 @@ func TestTransformerResume(t *testing.T) {
 		if !reflect.DeepEqual(fmtRows(resumed), fmtRows(want)) {
 			t.Errorf("%s: resumed rows %v, uninterrupted %v", name, fmtRows(resumed), fmtRows(want))
 		}
-		a, b := full.tf.tr.ParamValues(), second.tf.tr.ParamValues()
+		a, b := full.l.(*transformer).tr.ParamValues(), second.l.(*transformer).tr.ParamValues()
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("%s: parameters differ after resume", name)
 		}
@@ -219,9 +225,9 @@ func TestTransformerRLVR(t *testing.T) {
 		t.Skip("about two minutes")
 	}
 	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
-	cfg := TransformerRLVRDefaults(DefaultConfig(), "ppo")
+	cfg := ppoConfig()
 	cfg.Steps, cfg.Until = 400, 0.02
-	tr := newTransformer(t, cfg, DefaultTransformerOptions(), g, nil)
+	tr := newTrainer(t, cfg, DefaultTransformerOptions(), g, nil)
 	start := time.Now()
 	last, err := tr.Run(context.Background(), Hooks{})
 	if err != nil {
@@ -239,9 +245,9 @@ func TestTransformerRLVR(t *testing.T) {
 // minibatches), reporting trained tokens (tokens x epochs) per second.
 func BenchmarkTransformerPPOStep(b *testing.B) {
 	g := graph(b, tasks.Config{W: 3, K: 3, L: 2})
-	cfg := TransformerRLVRDefaults(DefaultConfig(), "ppo")
+	cfg := ppoConfig()
 	cfg.Optim.LR = 1e-12 // keep the policy (and the batch size) fixed
-	tr := newTransformer(b, cfg, DefaultTransformerOptions(), g, nil)
+	tr := newTrainer(b, cfg, DefaultTransformerOptions(), g, nil)
 	if _, err := tr.measure(); err != nil {
 		b.Fatal(err)
 	}
@@ -260,14 +266,21 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 // W=K=3, L=2 (KV-cache sampler, no graph per token) on all cores.
 func BenchmarkTransformerRollouts(b *testing.B) {
 	g := graph(b, tasks.Config{W: 3, K: 3, L: 2})
-	tr := newTransformer(b, TransformerRLVRDefaults(DefaultConfig(), "ppo"), DefaultTransformerOptions(), g, nil)
+	tr := newTrainer(b, ppoConfig(), DefaultTransformerOptions(), g, nil)
 	tokens := 0
 	for i := 0; b.Loop(); i++ {
-		ab, err := eval.AgentRollouts(g, tr.tf.newAgent(g), 256, 1<<20, uint64(i))
+		ab, err := eval.AgentRollouts(g, tr.l.newAgent(), 256, 1<<20, uint64(i))
 		if err != nil {
 			b.Fatal(err)
 		}
 		tokens += ab.Tokens()
 	}
 	b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// ppoConfig is PPO with the transformer's defaults.
+func ppoConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Trainer = PPO
+	return cfg
 }

@@ -1,7 +1,9 @@
+// Code generated from manual.txt by TestManualMatchesDoc; DO NOT EDIT.
+
 // Command train reproduces and extends "Provable Benefits of RLVR over SFT
 // for Reasoning Models: Learning to Backtrack Efficiently". This comment is
-// its manual, printed by "train help" (TestManualMatchesDoc keeps the two
-// identical).
+// its manual, printed by "train help": it is generated from manual.txt, the
+// one copy of the manual (go test -run TestManualMatchesDoc -update).
 //
 // train: exact autodiff trainer for "Provable Benefits of RLVR over SFT for
 // Reasoning Models: Learning to Backtrack Efficiently".
@@ -41,8 +43,8 @@
 //	                       a 95% interval in metrics.csv and summary.json)
 //	-init DIR              start from the bigram checkpointed in a run folder (e.g.
 //	                       an sft run) instead of the pretrained world model
-//	-optimizer NAME        sign (the paper's) | sgd | adam (default sign)
-//	-lr X                  learning rate (default 0.01)
+//	-optimizer NAME        sign (the paper's) | sgd | adam (default: see below)
+//	-lr X                  learning rate (default: see below)
 //	-steps N               step cap (default 20000)
 //	-until X               stop within this relative distance of the limit hitting
 //	                       time (the exact optimum of RLVR, the teacher's for
@@ -84,8 +86,6 @@
 //	-epochs N, -minibatches M, -clip E
 //	                       ppo: passes, minibatches per pass, ratio clip (2, 2, 0.2)
 //	-lr-decay linear       decay the learning rate linearly over -steps
-//	Without -optimizer, -lr or -config, ppo uses adam at lr 0.05 and reinforce adam
-//	at lr 0.1 (tuned at W=K=5, L=3).
 //	-kl-coef X, -entropy-coef X
 //	                       ppo: KL penalty to the starting policy, entropy bonus
 //
@@ -102,11 +102,22 @@
 //	                       (plus context) and fills the graph with -windows of them
 //	                       (24, 32)
 //	-eval-rollouts N       Monte Carlo rollouts behind each metrics row (2000)
-//	Without -optimizer, -lr, -rollouts or -baseline, the transformer's ppo and
-//	reinforce use adam at lr 0.003, 64 rollouts per step and the fork baseline
-//	(tuned at W=K=3, L=2).
 //
-//	A run folder holds config.json, vocab.txt (the token names), metrics.csv (step, hitting_time, objective,
+// defaults that depend on the trainer and the model: the optimizer, the learning
+// rate, -rollouts and -baseline, when neither a flag nor the -config file sets them
+// (both resolve alike; config.json records the values used):
+//
+//	bigram                 sign descent at lr 0.01, 256 rollouts, state baseline;
+//	                       ppo adam at lr 0.05, reinforce adam at lr 0.1 (tuned at
+//	                       W=K=5, L=3)
+//	transformer            ppo and reinforce: adam at lr 0.003, 64 rollouts, fork
+//	                       baseline (tuned at W=K=3, L=2); sft, distill: sign
+//	                       descent at lr 0.01, 256 sequences per step
+//	An optimizer named without -lr takes the default rate when it is the default
+//	optimizer, and 0.01 otherwise.
+//
+//	A run folder holds config.json, vocab.txt (the token names; its header says
+//	which ids are the model's rows), metrics.csv (step, hitting_time, objective,
 //	mean a, b, c, d, and for pretrain invalid_mass, bound_ratio; batch statistics
 //	for sampled RLVR; the Monte Carlo interval for a transformer; wall_seconds), abcd.csv (step, depth, a, b, c, d), checkpoint.bin, and when
 //	the run completes hitting_time.png and abcd.png (pretrain: invalid_mass.png)
@@ -142,136 +153,3 @@
 //	train eval -checkpoint runs/fig3-4 -mc 10000 -json
 //	train reproduce all
 package main
-
-const manual = `train: exact autodiff trainer for "Provable Benefits of RLVR over SFT for
-Reasoning Models: Learning to Backtrack Efficiently".
-
-usage:
-  train                  run the paper's headline experiment: W=15, K=15, L=5,
-                         exact RLVR with sign gradient descent (lr 0.01) from the
-                         pretrained bigram, until within 0.1% of the converged
-                         hitting time; writes runs/fig3-4
-  train run [flags]      one training run (flags or -config FILE.json)
-  train eval [flags]     exact Markov-chain analysis of a policy or a checkpoint
-  train reproduce NAME... | all [-quick] [-out DIR]
-                         regenerate results of the paper: CSV data, PNG figures
-                         and a results.md table (claim, the paper, measured,
-                         agreement, time) in runs/reproduce; -quick runs every
-                         entry at a reduced size. Entries: fig3-4, thm1-pretrain,
-                         thm2-sft, thm4-separation, corollary-search,
-                         thm5-distill, fig5-sft-scaling, fig5-partial, fig6-ppo,
-                         fig7-transformer (alias transformer), fig8-hetero
-  train help             this text
-
-graph flags (run and eval):
-  -W, -K, -L int         homogeneous graph (default 15, 15, 5)
-  -branches SPEC         heterogeneous graph, e.g. "2,2,3;5,1;4,4,4,4": ';' between
-                         branches, ',' between the diamonds' multiedge counts
-
-train run flags:
-  -config FILE           JSON with the fields of config.json; flags override it
-  -trainer NAME          pretrain | sft | rlvr-exact | distill | reinforce | ppo
-                         (default rlvr-exact)
-  -model NAME            bigram (default) | transformer: a one-layer transformer
-                         initialised to the starting bigram (sft, distill,
-                         reinforce, ppo; its hitting times are Monte Carlo, with
-                         a 95% interval in metrics.csv and summary.json)
-  -init DIR              start from the bigram checkpointed in a run folder (e.g.
-                         an sft run) instead of the pretrained world model
-  -optimizer NAME        sign (the paper's) | sgd | adam (default sign)
-  -lr X                  learning rate (default 0.01)
-  -steps N               step cap (default 20000)
-  -until X               stop within this relative distance of the limit hitting
-                         time (the exact optimum of RLVR, the teacher's for
-                         distill, the SFT limit for sft; pretrain: once no state
-                         puts more than X on invalid transitions) (default 0.001;
-                         0 runs all steps)
-  -seed N                seed of every random choice (default 1)
-  -patience N            rlvr-exact: stop when the hitting time has not improved for N steps
-                         (default 1000; 0: never): sign descent at a fixed lr can
-                         lock into a cycle (W=15, K=30, L=5 at lr 0.01 does;
-                         lr 0.001 converges)
-  -log-every N           metrics row every N steps (default 10)
-  -supervised-backward P sft: also supervise a fraction P of backward states
-  -distill-traces N      distill: N sampled teacher traces (0: exact teacher)
-  -teacher SPEC          distill: rlvr-limit or a run folder with a checkpoint
-  -checkpoint-every N    checkpoint every N steps (default 100; 0: at the end)
-  -out DIR               run folder (default runs/<trainer>-<graph>-seed<seed>); a
-                         folder holding another run is refused
-  -force                 replace a run folder that holds another run
-  -resume DIR            continue the run in DIR from its checkpoint (with the
-                         configuration embedded in the checkpoint); -steps N is
-                         the only flag it takes: a new step cap, to train longer
-  -max-bytes N           memory budget (default 3/4 of the machine): larger graphs
-                         are refused before anything is allocated
-
-sampled RLVR flags (reinforce, ppo; each step samples a batch of rollouts of the
-current policy and updates from it):
-  -rollouts N            rollouts per step (default 256)
-  -beta X                length penalty in the reward 1{hit} - beta |y| (3e-4)
-  -horizon-factor X      horizon = X times the current hitting time (2)
-  -baseline NAME         state (mean return from the state; default), state-target
-                         (given the rollout's target), fork (state-target on returns
-                         bootstrapped at the fork: an excursion's tokens see its own
-                         rewards plus the target's mean return from the fork), batch,
-                         or gae (GAE with a tabular critic of state and target;
-                         -lambda, -critic-rate)
-  -normalize-advantages  divide advantages by their standard deviation (true)
-  -epochs N, -minibatches M, -clip E
-                         ppo: passes, minibatches per pass, ratio clip (2, 2, 0.2)
-  -lr-decay linear       decay the learning rate linearly over -steps
-  Without -optimizer, -lr or -config, ppo uses adam at lr 0.05 and reinforce adam
-  at lr 0.1 (tuned at W=K=5, L=3).
-  -kl-coef X, -entropy-coef X
-                         ppo: KL penalty to the starting policy, entropy bonus
-
-transformer flags (-model transformer):
-  -heads N               attention heads (default 1; width = vocabulary size)
-  -context N             attention window in tokens (default 8)
-  -positional NAME       learned (default) | none
-  -prompt                put the target's token before s0 -> f, visible to every
-                         position (the paper's bigram never sees the target)
-  -layer-norm            layer norm before the unembedding (the initialisation
-                         stays exact: masked logits absorb its centring)
-  -stride N, -windows N  training cuts rollouts into windows of N trained positions
-                         (plus context) and fills the graph with -windows of them
-                         (24, 32)
-  -eval-rollouts N       Monte Carlo rollouts behind each metrics row (2000)
-  Without -optimizer, -lr, -rollouts or -baseline, the transformer's ppo and
-  reinforce use adam at lr 0.003, 64 rollouts per step and the fork baseline
-  (tuned at W=K=3, L=2).
-
-  A run folder holds config.json, vocab.txt (the token names), metrics.csv (step, hitting_time, objective,
-  mean a, b, c, d, and for pretrain invalid_mass, bound_ratio; batch statistics
-  for sampled RLVR; the Monte Carlo interval for a transformer; wall_seconds), abcd.csv (step, depth, a, b, c, d), checkpoint.bin, and when
-  the run completes hitting_time.png and abcd.png (pretrain: invalid_mass.png)
-  and summary.json (written last).
-  SIGINT or SIGTERM writes a checkpoint and exits 130 or 143 with the command
-  that resumes; the resumed run reaches the same metrics bit for bit.
-
-train eval flags:
-  -policy NAME           pretrained | sft-limit | rlvr-limit (default pretrained)
-  -checkpoint DIR        evaluate the bigram checkpointed in a run folder
-  -json                  one JSON object: hitting_time, per_target, abcd, theory,
-                         states (and mc_* keys with -mc)
-  -mc N                  also run N seeded Monte Carlo rollouts (refused without
-                         -horizon when they would take hours)
-  -horizon H             Monte Carlo horizon in transitions (0: none)
-  -seed S                Monte Carlo seed (default 1)
-  -search-agent          with -mc: the rollouts are the Corollary's search agent's,
-                         which refuses any edge state already used in the rollout
-                         (each refusal costs a step); the mc_* keys describe them
-
-exit codes: 0 success, 1 failure, 2 bad input (one line naming the field),
-130/143 interrupted (checkpoint written).
-
-examples:
-  train run -trainer sft -W 6 -K 6 -L 3 -steps 3000
-  train run -trainer distill -teacher runs/fig3-4 -until 0.01
-  train run -branches "2,2,3;5,1;4,4,4,4" -out runs/hetero
-  train run -resume runs/fig3-4
-  train run -model transformer -trainer ppo -W 3 -K 3 -L 2 -steps 300
-  train eval -policy sft-limit
-  train eval -checkpoint runs/fig3-4 -mc 10000 -json
-  train reproduce all
-`

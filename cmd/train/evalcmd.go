@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/runs"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -67,7 +68,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	var g *tasks.Graph
 	var probs []float64
 	if *ckpt != "" {
-		if g, probs, err = bigramFromRun(*ckpt, nil); err != nil {
+		if g, probs, err = runs.LoadBigram(*ckpt, nil); err != nil {
 			return usagef("eval: -checkpoint %s: %v", *ckpt, err)
 		}
 		*policy = "checkpoint " + *ckpt
@@ -173,14 +174,6 @@ func uniform(p []float64) bool {
 	return true
 }
 
-func fmtProbs(p []float64) string {
-	parts := make([]string, len(p))
-	for i, x := range p {
-		parts[i] = fmt.Sprintf("%.4g", x)
-	}
-	return strings.Join(parts, " ")
-}
-
 func writeText(w io.Writer, rep *evalReport) error {
 	fmt.Fprintf(w, "graph %s: %d edge states, %d valid transitions\n", rep.Graph, rep.States, rep.Transitions)
 	fmt.Fprintf(w, "policy %s: exact hitting time %s\n", rep.Policy, num(rep.HittingTime))
@@ -190,7 +183,7 @@ func writeText(w io.Writer, rep *evalReport) error {
 		mcLine(w, "Monte Carlo", rep.MC)
 	}
 	if !uniform(rep.Entry) {
-		fmt.Fprintf(w, "entry probabilities from s0 -> f, branch by branch: %s\n", fmtProbs(rep.Entry))
+		fmt.Fprintf(w, "entry probabilities from s0 -> f, branch by branch: %s\n", runs.FormatProbs(rep.Entry))
 	}
 	th := rep.Theory
 	fmt.Fprintln(w, "theory:")
@@ -214,14 +207,6 @@ func writeText(w io.Writer, rep *evalReport) error {
 		fmt.Fprintf(tw, "%d\t%d\t%.6f\t%.6f\t%.6f\t%.6f\t\n", r.Branch, r.Depth, r.A, r.B, r.C, r.D)
 	}
 	return tw.Flush()
-}
-
-// num prints a hitting time: exact integers as such, others to 10 digits.
-func num(x float64) string {
-	if x == float64(int64(x)) && x < 1e15 {
-		return fmt.Sprintf("%d", int64(x))
-	}
-	return fmt.Sprintf("%.10g", x)
 }
 
 func depthOf(rows []eval.ABCDRow) int {

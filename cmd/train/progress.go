@@ -10,6 +10,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/rlvr-backtrack/backtrack/runs"
 	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
@@ -20,16 +21,19 @@ type progress struct {
 	bar   *progressbar.ProgressBar
 	total int
 	last  time.Time
-	start time.Time
+	began time.Time
 	row   trainers.Row
 	shown int // step of the last line logged (-1: none)
 }
 
-func newProgress(w io.Writer, total, done int) *progress {
-	p := &progress{w: w, total: total, start: time.Now(), shown: -1}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p.bar = progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(w),
+func newProgress(w io.Writer) *progress { return &progress{w: w, began: time.Now(), shown: -1} }
+
+// start is called when the run is set up: its step cap and first step.
+func (p *progress) start(cfg runs.Config, done int) {
+	p.total = cfg.Train.Steps
+	if f, ok := p.w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.bar = progressbar.NewOptions(p.total,
+			progressbar.OptionSetWriter(p.w),
 			progressbar.OptionSetWidth(30),
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetPredictTime(true),
@@ -38,7 +42,6 @@ func newProgress(w io.Writer, total, done int) *progress {
 		)
 		p.bar.Set(done)
 	}
-	return p
 }
 
 func (p *progress) update(r trainers.Row) {
@@ -60,7 +63,7 @@ func (p *progress) log() {
 		extra = fmt.Sprintf(" tokens %d success %.3f approx_kl %.3g clip %.3f", r.Tokens, r.Batch.SuccessRate, r.Batch.ApproxKL, r.Batch.ClipFrac)
 	}
 	h := fmt.Sprintf("hitting_time %.6g", r.HittingTime)
-	if r.MCSuccessRate > 0 { // a Monte Carlo estimate
+	if r.Estimated {
 		h += fmt.Sprintf(" ci95 %.3g mc_success %.3f", r.HittingTimeCI95, r.MCSuccessRate)
 	}
 	abcd := ""
@@ -68,7 +71,7 @@ func (p *progress) log() {
 		abcd = fmt.Sprintf(" a %.4f b %.4f c %.4f d %.4f", r.A, r.B, r.C, r.D)
 	}
 	fmt.Fprintf(p.w, "step %d/%d %s objective %.6g%s%s elapsed %.1fs\n",
-		r.Step, p.total, h, r.Objective, abcd, extra, time.Since(p.start).Seconds())
+		r.Step, p.total, h, r.Objective, abcd, extra, time.Since(p.began).Seconds())
 	p.last, p.shown = time.Now(), r.Step
 }
 
@@ -77,7 +80,7 @@ func (p *progress) finish() {
 		p.bar.Finish()
 		return
 	}
-	if p.row.Step != p.shown {
+	if p.shown >= 0 && p.row.Step != p.shown {
 		p.log()
 	}
 }

@@ -1,67 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/rlvr-backtrack/backtrack/checkpoints"
-	"github.com/rlvr-backtrack/backtrack/tasks"
+	"github.com/rlvr-backtrack/backtrack/reproduce"
 )
-
-// result is one row of results.md.
-type result struct {
-	Entry, Claim, Paper, Measured string
-	Agrees                        string // "yes", "no" or "imprecise" (paper's statement off, the effect holds)
-	Seconds                       float64
-}
-
-// entry is one result of the paper that train reproduce regenerates.
-type entry struct {
-	name, claim, paper string
-	run                func(r *reproducer, dir string) (measured, agrees string, err error)
-}
-
-// reproducer runs entries into one folder.
-type reproducer struct {
-	out    string
-	quick  bool
-	stdout io.Writer
-}
-
-// entries lists every result of the paper, in the order of the paper.
-var entries = []entry{
-	{"fig3-4", "exact RLVR from the pretrained bigram converges to the backtracking policy (Figures 3-4)",
-		"W=K=15, L=5: from H_0 to 4WK = 900; a, b, c, d -> 1", (*reproducer).fig34},
-	{"thm1-pretrain", "pretraining from zero logits learns the world model's mask (Theorem 1)",
-		"1 - p_s(t) <= n_s/(m_s + t) under gradient flow", (*reproducer).thm1},
-	{"thm2-sft", "SFT on golden paths: a, c -> 1, b, d untouched (Theorem 2)",
-		"b_j = L/(L+1), d_j = 1/(L+1) for all time", (*reproducer).thm2},
-	{"thm4-separation", "SFT's hitting time is exponential in K, RLVR's linear (Theorem 4)",
-		"Theta(W L^K) vs Theta(W K)", (*reproducer).thm4},
-	{"corollary-search", "with a search agent, SFT needs Theta(W K L), RLVR Theta(W K) (Corollary)",
-		"Theta(W K L) vs Theta(W K)", (*reproducer).corollary},
-	{"thm5-distill", "SFT on an RLVR teacher's traces learns backtracking (Theorem 5)",
-		"Theta(W K) hitting time", (*reproducer).thm5},
-	{"fig5-sft-scaling", "SFT's log hitting time grows linearly in K for every L (Figure 5, left)",
-		"W = 6, L = 1..5: straight lines in log scale", (*reproducer).fig5Scaling},
-	{"fig5-partial", "supervising a fraction p of backward states lowers SFT's hitting time (Figure 5, right)",
-		"W = K = 6, 100 draws per p: decreasing in p", (*reproducer).fig5Partial},
-	{"fig6-ppo", "PPO on rollouts (horizon 2 H, beta = 3e-4) converges to the backtracking policy (PPO figure)",
-		"W=K=15, L=5: converges to 4WK (within 5% here)", (*reproducer).fig6},
-	{"fig7-transformer", "a one-layer transformer initialised to the bigram learns to backtrack (transformer figure)",
-		"reaches 4WK, slightly below", (*reproducer).fig7},
-	{"fig8-hetero", "RLVR on a heterogeneous graph converges to the backtracking policy (heterogeneous figure)",
-		"hitting time 4 sum_i k_i", (*reproducer).fig8},
-}
 
 func runReproduce(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("reproduce")
@@ -75,132 +27,41 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
-	var all []string
-	for _, e := range entries {
-		all = append(all, e.name)
-	}
-	if len(names) == 0 {
-		return usagef("reproduce: name the entries to run, or all: %s", strings.Join(all, ", "))
-	}
-	if len(names) == 1 && names[0] == "all" {
-		names = all
-	}
-	for i, n := range names {
-		if n == "transformer" { // the name the transformer issue asked for
-			names[i] = "fig7-transformer"
-		}
-	}
-	for _, n := range names {
-		if !slices.Contains(all, n) {
-			return usagef("reproduce: unknown entry %q: want all or some of %s", n, strings.Join(all, ", "))
-		}
+	names, err := reproduce.Check(names)
+	if err != nil {
+		return usagef("reproduce: %v", err)
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return usagef("reproduce: -out %s: %v", *out, err)
 	}
-	r := &reproducer{out: *out, quick: *quick, stdout: stdout}
-	var rows []result
-	start := time.Now()
 	var bar *progressbar.ProgressBar // over the whole suite, on a terminal
 	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = progressbar.NewOptions(len(names), progressbar.OptionSetWriter(stdout), progressbar.OptionShowCount(),
 			progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish())
 	}
-	for _, e := range entries {
-		if !slices.Contains(names, e.name) {
-			continue
-		}
-		if bar != nil {
-			bar.Describe(e.name)
-		} else {
-			fmt.Fprintf(stdout, "[%d/%d] %s ...\n", len(rows)+1, len(names), e.name)
-		}
-		t := time.Now()
-		row := result{Entry: e.name, Claim: e.claim, Paper: e.paper}
-		dir := filepath.Join(*out, e.name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		m, agrees, err := e.run(r, dir)
-		if err != nil {
-			return fmt.Errorf("reproduce %s: %w", e.name, err)
-		}
-		row.Measured, row.Agrees = m, agrees
-		row.Seconds = time.Since(t).Seconds()
-		rows = append(rows, row)
-		if bar != nil {
-			bar.Clear() // the entry's line goes above the bar
-		}
-		fmt.Fprintf(stdout, "[%d/%d] %s: %s (%s, %.1fs)\n", len(rows), len(names), e.name, row.Agrees, row.Measured, row.Seconds)
-		if bar != nil {
-			bar.Add(1)
-		}
+	start := time.Now()
+	opts := reproduce.Options{Out: *out, Quick: *quick,
+		Started: func(i, n int, name string) {
+			if bar != nil {
+				bar.ChangeMax(n)
+				bar.Describe(name)
+			} else {
+				fmt.Fprintf(stdout, "[%d/%d] %s ...\n", i+1, n, name)
+			}
+		},
+		Finished: func(i, n int, r reproduce.Result) {
+			if bar != nil {
+				bar.Clear() // the entry's line goes above the bar
+			}
+			fmt.Fprintf(stdout, "[%d/%d] %s: %s (%s, %.1fs)\n", i, n, r.Entry, r.Agrees, r.Measured, r.Seconds)
+			if bar != nil {
+				bar.Add(1)
+			}
+		},
 	}
-	if err := writeResults(filepath.Join(*out, "results.md"), rows, *quick, time.Since(start)); err != nil {
+	if _, err := reproduce.Run(context.Background(), names, opts); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "results: %s (%.1fs)\n", filepath.Join(*out, "results.md"), time.Since(start).Seconds())
 	return nil
 }
-
-// writeResults writes the Markdown results table.
-func writeResults(path string, rows []result, quick bool, total time.Duration) error {
-	var b strings.Builder
-	size := "the paper's sizes unless the entry says otherwise"
-	if quick {
-		size = "reduced sizes (-quick): a smoke test, not the paper's numbers"
-	}
-	fmt.Fprintf(&b, "# Results\n\nGenerated by `train reproduce` at %s; %.0f s in all.\n\n", size, total.Seconds())
-	b.WriteString("| entry | claim | the paper | measured | agreement | time (s) |\n| --- | --- | --- | --- | --- | --- |\n")
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.1f |\n", r.Entry, r.Claim, r.Paper, r.Measured, r.Agrees, r.Seconds)
-	}
-	b.WriteString(paperNotes)
-	return checkpoints.WriteFileAtomic(path, []byte(b.String()))
-}
-
-// paperNotes is where the paper is imprecise, with the evidence.
-const paperNotes = `
-## Where the paper is imprecise
-
-- Figures 3 and 6: the converged policy's exact hitting time is (2K+1)(2W-1) = 899, not 4WK = 900 (its
-  leading term); see thm4-separation's data.
-- Theorem 4 and Appendix D: SFT's exit time grows like ((L+1)^2/L)^K, not L^K; thm4-separation's fitted
-  growth per depth matches (L+1)^2/L. Appendix D's substitution line writes (2i-1)/L where (2i-3)/L is
-  right (its final constants are right).
-- Corollary: the proof misses dead ends (the SFT policy steps onto an unused multiedge whose only move is
-  a used connector). An agent that follows the policy there is exponential again; one that moves to an
-  unused state shows Theta(W K L) (corollary-search).
-- Heterogeneous figure: RLVR also learns the first row (s0 -> f) and enters the shallowest branch first,
-  ending below 4 sum_i k_i and below the uniform-entry value (fig8-hetero).
-- Lemma 'Gjp_init': G_K^(d)(0) can be negative (W=2, K=3, L=2), against "r(W,K,L) <= K-1"; at
-  W=K=15, L=5 no G_j^(p)(0) is negative (eval's tests).
-`
-
-// sized picks the full or the -quick value.
-func (r *reproducer) sized(full, quick int) int {
-	if r.quick {
-		return quick
-	}
-	return full
-}
-
-// trainEntry runs one training into dir and returns its summary.
-func (r *reproducer) trainEntry(dir string, rc runConfig) (summary, error) {
-	rc.Out = dir
-	if err := rc.validate(); err != nil {
-		return summary{}, err
-	}
-	return train(rc, nil, true, io.Discard, io.Discard)
-}
-
-func rel(x, y float64) float64 { return math.Abs(x-y) / math.Abs(y) }
-
-func yes(ok bool) string {
-	if ok {
-		return "yes"
-	}
-	return "no"
-}
-
-func graphConfig(w, k, l int) tasks.Config { return tasks.Config{W: w, K: k, L: l} }

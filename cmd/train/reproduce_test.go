@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlvr-backtrack/backtrack/reproduce"
 )
 
 // TestReproduceQuick runs every entry at reduced size and checks the
@@ -40,8 +42,8 @@ func TestReproduceQuick(t *testing.T) {
 			t.Errorf("%s: agreement %q, want one of %v (%s)", entry, agrees, want, cells[3])
 		}
 	}
-	if rows != len(entries) {
-		t.Errorf("results.md has %d rows, want %d", rows, len(entries))
+	if want := len(reproduce.Names()); rows != want {
+		t.Errorf("results.md has %d rows, want %d", rows, want)
 	}
 	for _, f := range []string{"fig3-4/hitting_time.png", "thm4-separation/separation.png", "fig5-partial/partial_supervision.csv", "corollary-search/search_agent.png", "fig7-transformer/hitting_time.png", "fig7-transformer/learners.md"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rlvr-backtrack/backtrack/checkpoints"
+	"github.com/rlvr-backtrack/backtrack/runs"
 )
 
 func readJSON(t *testing.T, path string) map[string]any {
@@ -151,11 +154,11 @@ func TestRefusesDamagedOrForeignCheckpoints(t *testing.T) {
 	if code, _, errs := runCLI(t, "run", "-W", "2", "-K", "2", "-L", "2", "-out", small); code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	good, _ := os.ReadFile(filepath.Join(small, checkpointFile))
+	good, _ := os.ReadFile(filepath.Join(small, runs.CheckpointFile))
 	damaged := func(name string, data []byte) string {
 		dir := filepath.Join(base, name)
 		os.MkdirAll(dir, 0o755)
-		os.WriteFile(filepath.Join(dir, checkpointFile), data, 0o644)
+		os.WriteFile(filepath.Join(dir, runs.CheckpointFile), data, 0o644)
 		return dir
 	}
 	flipped := append([]byte(nil), good...)
@@ -177,6 +180,37 @@ func TestRefusesDamagedOrForeignCheckpoints(t *testing.T) {
 		code, _, errs := runCLI(t, tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line containing %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// TestConfigFileAndFlagsResolveAlike: the trainer- and model-dependent
+// defaults are resolved in one place, so a config file naming only the
+// trainer and the same trainer given as a flag give the same run (before,
+// the file trained ppo with sign descent at lr 0.01 and the flag with Adam
+// at 0.05).
+func TestConfigFileAndFlagsResolveAlike(t *testing.T) {
+	dir := t.TempDir()
+	for _, model := range []string{"bigram", "transformer"} {
+		file := filepath.Join(dir, model+".json")
+		os.WriteFile(file, []byte(`{"model":"`+model+`","train":{"trainer":"ppo"}}`), 0o644)
+		fromFile, err := parseRun([]string{"-config", file}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromFlags, err := parseRun([]string{"-model", model, "-trainer", "ppo"}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := json.Marshal(fromFile.cfg)
+		b, _ := json.Marshal(fromFlags.cfg)
+		if string(a) != string(b) {
+			t.Errorf("%s: config file resolves to\n%s\nflags to\n%s", model, a, b)
+		}
+		want := map[string]string{"bigram": "adam 0.05 256 state", "transformer": "adam 0.003 64 fork"}[model]
+		tr := fromFile.cfg.Train
+		if got := fmt.Sprintf("%s %g %d %s", tr.Optim.Name, tr.Optim.LR, tr.Rollouts, tr.Baseline); got != want {
+			t.Errorf("%s ppo resolves to %s, want %s", model, got, want)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,32 +9,35 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
-	"time"
 
-	"github.com/rlvr-backtrack/backtrack/checkpoints"
-	"github.com/rlvr-backtrack/backtrack/eval"
-	"github.com/rlvr-backtrack/backtrack/tasks"
+	"github.com/rlvr-backtrack/backtrack/runs"
 	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
-// interrupted reports a run stopped by a signal after its checkpoint was
-// written; main exits 128+signal.
-type interrupted struct {
-	sig  syscall.Signal
-	step int
-	dir  string
+// runArgs is what train run's command line asks for.
+type runArgs struct {
+	cfg    runs.Config // resolved, unless resume is set
+	resume string      // a run folder to resume
+	steps  int         // with resume: a new step cap (0: keep)
+	force  bool
 }
 
-func (e interrupted) Error() string {
-	return fmt.Sprintf("interrupted by %v at step %d; checkpoint written; resume with: train run -resume %s", e.sig, e.step, e.dir)
-}
+// transformerFlags are the flags that configure -model transformer.
+var transformerFlags = []string{"heads", "context", "positional", "prompt", "layer-norm", "stride", "windows", "eval-rollouts"}
 
-func runRun(args []string, stdout, stderr io.Writer) error {
-	rc := defaultRunConfig()
+// parseRun reads train run's flags over the defaults, or over a -config
+// file, and resolves the configuration exactly as runs.Run does.
+func parseRun(args []string, stdout io.Writer) (runArgs, error) {
+	rc := runs.DefaultConfig()
 	if path := findFlag(args, "config"); path != "" {
-		if err := loadRunConfig(path, &rc); err != nil {
-			return err
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return runArgs{}, usagef("run: -config: %v", err)
+		}
+		if err := runs.Decode(data, &rc); err != nil {
+			return runArgs{}, usagef("run: -config %s: %v", path, err)
 		}
 	}
 	fs := newFlagSet("run")
@@ -44,14 +46,14 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if rc.Transformer != nil {
 		tf = *rc.Transformer
 	}
-	resume := runFlags(fs, &rc, &gf, &tf)
-	force := fs.Bool("force", false, "replace a run folder that holds another run")
+	var a runArgs
+	registerRun(fs, &rc, &gf, &tf, &a)
 	if err := parse(fs, args, stdout); err != nil {
-		return err
+		return a, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *resume != "" {
+	if a.resume != "" {
 		other := ""
 		fs.Visit(func(f *flag.Flag) { // lexical order: the message is deterministic
 			if other == "" && f.Name != "resume" && f.Name != "steps" {
@@ -59,224 +61,174 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			}
 		})
 		if other != "" {
-			return usagef("run: -resume takes only -steps (a new step cap), not -%s: the run continues with the configuration in its checkpoint", other)
+			return a, usagef("run: -resume takes only -steps (a new step cap), not -%s: the run continues with the configuration in its checkpoint", other)
 		}
-		steps := 0
 		if set["steps"] {
-			steps = rc.Train.Steps
+			a.steps = rc.Train.Steps
 		}
-		return resumeRun(*resume, steps, stdout, stderr)
-	}
-	if !set["config"] {
-		// Sampled RLVR's tuned optimiser and batch unless asked otherwise.
-		d := trainers.SampledDefaults(rc.Train, rc.Train.Trainer)
-		if rc.Model == "transformer" {
-			d = trainers.TransformerRLVRDefaults(rc.Train, rc.Train.Trainer)
-		}
-		if !set["optimizer"] && !set["lr"] {
-			rc.Train.Optim = d.Optim
-		}
-		if !set["rollouts"] {
-			rc.Train.Rollouts = d.Rollouts
-		}
-		if !set["baseline"] {
-			rc.Train.Baseline = d.Baseline
-		}
+		return a, nil
 	}
 	g, err := gf.config(fs)
 	if err != nil {
-		return err
+		return a, err
 	}
 	rc.Graph = g
-	if rc.Model == "transformer" {
+	if rc.Model == trainers.TransformerModel {
 		rc.Transformer = &tf
 	} else {
 		for _, name := range transformerFlags {
 			if set[name] {
-				return usagef("run: -%s configures the transformer: add -model transformer", name)
+				return a, usagef("run: -%s configures the transformer: add -model transformer", name)
 			}
 		}
 	}
-	if err := rc.validate(); err != nil {
+	if a.cfg, err = rc.Resolve(); err != nil {
+		return a, usagef("run: %v", err)
+	}
+	return a, nil
+}
+
+// registerRun registers the flags of train run on fs with rc's values as
+// defaults, so flags the user sets override a -config file read into rc.
+func registerRun(fs *flag.FlagSet, rc *runs.Config, gf *graphFlags, tf *trainers.TransformerOptions, a *runArgs) {
+	gf.register(fs, rc.Graph)
+	fs.String("config", "", "read the run configuration from this JSON file (same fields as config.json); flags override it")
+	fs.StringVar(&a.resume, "resume", "", "resume the run in this folder from its checkpoint (the configuration embedded in the checkpoint is used)")
+	fs.BoolVar(&a.force, "force", false, "replace a run folder that holds another run")
+	fs.StringVar((*string)(&rc.Model), "model", string(rc.Model), "model: bigram or transformer (initialised to the starting bigram; trainers sft, distill, reinforce, ppo)")
+	fs.StringVar(&rc.Init, "init", rc.Init, "start from the bigram checkpointed in this run folder (e.g. an sft run) instead of the pretrained world model")
+	fs.IntVar(&tf.Heads, "heads", tf.Heads, "transformer: attention heads")
+	fs.IntVar(&tf.Context, "context", tf.Context, "transformer: attention window in tokens")
+	fs.StringVar(&tf.Positional, "positional", tf.Positional, "transformer: learned or none")
+	fs.BoolVar(&tf.Prompt, "prompt", tf.Prompt, "transformer: put the target's token before s0 -> f, visible to every position")
+	fs.BoolVar(&tf.LayerNorm, "layer-norm", tf.LayerNorm, "transformer: layer norm before the unembedding (the initialisation stays exact)")
+	fs.IntVar(&tf.Stride, "stride", tf.Stride, "transformer: trained positions per training window")
+	fs.IntVar(&tf.Windows, "windows", tf.Windows, "transformer: windows per fill of the graph")
+	fs.IntVar(&tf.EvalRollouts, "eval-rollouts", tf.EvalRollouts, "transformer: Monte Carlo rollouts behind each metrics row's hitting time")
+	t := &rc.Train
+	fs.Var(&t.Trainer, "trainer", "trainer: "+trainers.KindNames(trainers.Kinds))
+	fs.StringVar(&t.Optim.Name, "optimizer", t.Optim.Name, "optimizer: sign (the paper's), sgd or adam (default: the trainer's and model's, see the manual)")
+	fs.Float64Var(&t.Optim.LR, "lr", t.Optim.LR, "learning rate (default: the trainer's and model's, see the manual)")
+	fs.IntVar(&t.Steps, "steps", t.Steps, "step cap")
+	fs.StringVar(&t.LRDecay, "lr-decay", t.LRDecay, `learning-rate schedule over the steps: "" (constant) or linear`)
+	fs.Float64Var(&t.Until, "until", t.Until, "stop within this relative distance of the limit hitting time (0: run all steps)")
+	fs.Uint64Var(&t.Seed, "seed", t.Seed, "seed of every random choice")
+	fs.IntVar(&t.Patience, "patience", t.Patience, "rlvr-exact: stop when the hitting time has not improved for N steps (0: never)")
+	fs.IntVar(&t.LogEvery, "log-every", t.LogEvery, "metrics row every N steps")
+	fs.Float64Var(&t.SupervisedBackward, "supervised-backward", t.SupervisedBackward, "sft: fraction of backward states also supervised (Appendix F)")
+	fs.IntVar(&t.DistillTraces, "distill-traces", t.DistillTraces, "distill: sampled teacher traces (0: exact teacher distribution)")
+	fs.IntVar(&t.Rollouts, "rollouts", t.Rollouts, "reinforce, ppo: rollouts per step (default: the model's, see the manual)")
+	fs.Float64Var(&t.Beta, "beta", t.Beta, "reinforce, ppo: length penalty beta in the reward 1{hit} - beta |y|")
+	fs.Float64Var(&t.HorizonFactor, "horizon-factor", t.HorizonFactor, "reinforce, ppo: rollout horizon as a multiple of the current hitting time")
+	fs.IntVar(&t.Epochs, "epochs", t.Epochs, "ppo: passes over each batch")
+	fs.IntVar(&t.Minibatches, "minibatches", t.Minibatches, "ppo: minibatches per pass")
+	fs.Float64Var(&t.Clip, "clip", t.Clip, "ppo: ratio clip epsilon")
+	fs.Float64Var(&t.KLCoef, "kl-coef", t.KLCoef, "ppo: KL penalty to the starting policy")
+	fs.Float64Var(&t.EntropyCoef, "entropy-coef", t.EntropyCoef, "ppo: entropy bonus")
+	fs.StringVar(&t.Baseline, "baseline", t.Baseline, "reinforce, ppo: gae, state-target, fork, state or batch (default: the model's, see the manual)")
+	fs.Float64Var(&t.Lambda, "lambda", t.Lambda, "reinforce, ppo with -baseline gae: GAE lambda")
+	fs.Float64Var(&t.CriticRate, "critic-rate", t.CriticRate, "reinforce, ppo with -baseline gae: rate at which the critic follows each batch's returns")
+	fs.BoolVar(&t.NormalizeAdvantages, "normalize-advantages", t.NormalizeAdvantages, "reinforce, ppo: divide advantages by their standard deviation")
+	fs.StringVar(&rc.Teacher, "teacher", rc.Teacher, "distill: rlvr-limit or a run folder whose checkpoint is the teacher")
+	fs.IntVar(&rc.CheckpointEvery, "checkpoint-every", rc.CheckpointEvery, "checkpoint every N steps (0: at the end and on interruption only)")
+	fs.StringVar(&rc.Out, "out", rc.Out, "run folder (default runs/<trainer>-<graph>-seed<seed>); a folder holding another run is refused unless -force")
+}
+
+// findFlag returns the value of -name in args without parsing the rest.
+func findFlag(args []string, name string) string {
+	for i, a := range args {
+		for _, p := range []string{"-" + name, "--" + name} {
+			if a == p && i+1 < len(args) {
+				return args[i+1]
+			}
+			if v, ok := strings.CutPrefix(a, p+"="); ok {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+func runRun(args []string, stdout, stderr io.Writer) error {
+	a, err := parseRun(args, stdout)
+	if err != nil {
 		return err
 	}
-	_, err = train(rc, nil, *force, stdout, stderr)
-	return err
+	if a.resume != "" {
+		return execute(stdout, func(ctx context.Context, o runs.Options) (runs.Summary, error) {
+			s, err := runs.Resume(ctx, a.resume, a.steps, o)
+			if runs.IsInput(err) {
+				return s, usagef("run: -resume %s: %v", a.resume, err)
+			}
+			return s, err
+		})
+	}
+	return execute(stdout, func(ctx context.Context, o runs.Options) (runs.Summary, error) {
+		o.Force = a.force
+		return runs.Run(ctx, a.cfg, o)
+	})
 }
 
 // runDefault runs the paper's headline experiment (Figures 3-4) into
 // runs/fig3-4.
 func runDefault(stdout, stderr io.Writer) error {
-	rc := defaultRunConfig()
+	rc := runs.DefaultConfig()
 	rc.Out = filepath.Join("runs", "fig3-4")
-	if err := rc.validate(); err != nil {
-		return err
-	}
-	_, err := train(rc, nil, false, stdout, stderr)
-	return err
+	return execute(stdout, func(ctx context.Context, o runs.Options) (runs.Summary, error) {
+		return runs.Run(ctx, rc, o)
+	})
 }
-
-// resumeRun continues the run in dir from its checkpoint, with a new step
-// cap when steps > 0.
-func resumeRun(dir string, steps int, stdout, stderr io.Writer) error {
-	ck, err := checkpoints.Load(filepath.Join(dir, checkpointFile))
-	if err != nil {
-		return usagef("run: -resume %s: %v", dir, err)
-	}
-	var rc runConfig
-	if err := json.Unmarshal(ck.Config, &rc); err != nil {
-		return usagef("run: -resume %s: checkpoint config: %v", dir, err)
-	}
-	rc.Out = dir
-	if steps > 0 {
-		if steps < ck.Step {
-			return usagef("run: -steps %d: the checkpoint in %s is already at step %d", steps, dir, ck.Step)
-		}
-		rc.Train.Steps = steps
-	}
-	if err := rc.validate(); err != nil {
-		return err
-	}
-	_, err = train(rc, ck, false, stdout, stderr)
-	return err
-}
-
-const checkpointFile = "checkpoint.bin"
 
 // interruptAtStep lets tests deliver a simulated SIGINT after a given step
 // (0: never).
 var interruptAtStep int
 
-// train runs one configured training into its folder, from scratch or from
-// a checkpoint, and returns its summary.
-func train(rc runConfig, ck *checkpoints.Checkpoint, force bool, stdout, stderr io.Writer) (s summary, err error) {
-	start := time.Now()
-	var before float64 // wall seconds spent before a resume
-	if ck != nil {
-		before = ck.Meta["wall_seconds"]
-	}
-	wall := func() float64 { return before + time.Since(start).Seconds() }
-	g, err := tasks.New(rc.Graph)
-	if err != nil {
-		return summary{}, usagef("run: %v", err)
-	}
-	var teacher []float64
-	if rc.Train.Trainer == "distill" {
-		if teacher, err = loadTeacher(rc.Teacher, g); err != nil {
-			return summary{}, err
-		}
-	}
-	var init []float64
-	if rc.Init != "" {
-		var probs []float64
-		if _, probs, err = bigramFromRun(rc.Init, g); err != nil {
-			return summary{}, usagef("run: -init %s: %v", rc.Init, err)
-		}
-		init = logitsOf(probs)
-	}
-	var tr *trainers.Trainer
-	if rc.Model == "transformer" {
-		tr, err = trainers.NewTransformer(rc.Train, *rc.Transformer, g, init, teacher)
-	} else {
-		tr, err = trainers.New(rc.Train, g, init, teacher)
-	}
-	if err != nil {
-		return summary{}, usagef("run: %v", err) // the configuration cannot be trained
-	}
-	defer tr.Close()
-	cfgJSON, _ := json.MarshalIndent(rc, "", "  ")
-	if ck != nil {
-		if err := restore(tr, ck, cfgJSON); err != nil {
-			return summary{}, err
-		}
-	}
-	out, err := openRunDir(rc.Out, cfgJSON, ck, force, rc.Train.Trainer == "reinforce" || rc.Train.Trainer == "ppo")
-	if err != nil {
-		return summary{}, err
-	}
-	defer out.close()
-	out.wall = wall
-	if err := writeVocab(rc.Out, g); err != nil {
-		return summary{}, err
-	}
-	save := func() error {
-		st, err := tr.State()
-		if err != nil {
-			return err
-		}
-		return saveCheckpoint(filepath.Join(rc.Out, checkpointFile), cfgJSON, st, wall())
-	}
+// interrupted reports a run stopped by a signal after its checkpoint was
+// written; main exits 128+signal.
+type interrupted struct {
+	sig syscall.Signal
+	in  *runs.Interrupted
+}
 
+func (e interrupted) Error() string {
+	return fmt.Sprintf("interrupted by %v at step %d; checkpoint written; resume with: train run -resume %s", e.sig, e.in.Step, e.in.Dir)
+}
+
+// execute runs a training with SIGINT and SIGTERM turned into a checkpoint
+// and an exit code, progress shown on stdout, and the closing table
+// printed.
+func execute(stdout io.Writer, train func(context.Context, runs.Options) (runs.Summary, error)) error {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	var got os.Signal
+	got := make(chan syscall.Signal, 1)
 	go func() {
 		select {
-		case got = <-sigs:
+		case s := <-sigs:
+			got <- s.(syscall.Signal)
 			stop()
 		case <-ctx.Done():
 		}
 	}()
-
-	prog := newProgress(stdout, rc.Train.Steps, tr.Steps())
-	last, err := tr.Run(ctx, trainers.Hooks{
-		Row: func(r trainers.Row) error {
-			prog.update(r)
-			return out.write(r)
-		},
-		Step: func(step int) error {
-			if step == interruptAtStep { // tests: a signal arriving after this step
-				got = syscall.SIGINT
-				stop()
-			}
-			if rc.CheckpointEvery > 0 && step%rc.CheckpointEvery == 0 {
-				return save()
-			}
-			return nil
-		},
-	})
+	prog := newProgress(stdout)
+	s, err := train(ctx, runs.Options{Started: prog.start, Progress: prog.update, AfterStep: func(step int) {
+		if step == interruptAtStep { // tests: a signal arriving after this step
+			got <- syscall.SIGINT
+			stop()
+		}
+	}})
 	prog.finish()
-	if errors.Is(err, context.Canceled) && got != nil {
-		if err := save(); err != nil {
-			return summary{}, err
-		}
-		return summary{}, interrupted{sig: got.(syscall.Signal), step: tr.Steps(), dir: rc.Out}
+	var in *runs.Interrupted
+	if errors.As(err, &in) {
+		return interrupted{sig: <-got, in: in}
 	}
-	stalled := errors.Is(err, trainers.ErrStalled)
-	if err != nil && !stalled {
-		return summary{}, err
+	if runs.IsInput(err) && !errors.As(err, new(usageError)) {
+		return usagef("run: %v", err)
 	}
-	if err := save(); err != nil {
-		return summary{}, err
+	if s.Out != "" {
+		printSummary(stdout, s)
 	}
-	sum := summary{
-		Stalled: stalled, Model: rc.Model, Trainer: rc.Train.Trainer, Graph: g.Config.Name(),
-		InitialHittingTime: finite(out.initialHitting), FinalHittingTime: finite(last.HittingTime),
-		LimitHittingTime: finite(tr.Limit()), Steps: tr.Steps(), WallSeconds: wall(), Theory: eval.Predict(g),
-		Converged: tr.Converged(last),
-	}
-	if rc.Train.Trainer == "pretrain" {
-		sum.LimitHittingTime = nil
-		sum.InvalidMass, sum.BoundRatio = finite(last.InvalidMass), finite(out.maxColumn("bound_ratio"))
-	} else if rc.Model == "transformer" {
-		sum.FinalCI95, sum.FinalSuccessRate = finite(last.HittingTimeCI95), &last.MCSuccessRate
-		att, err := tr.Attention(200, rc.Train.Seed)
-		if err != nil {
-			return summary{}, err
-		}
-		sum.Attention = &att
-	} else {
-		sum.FinalABCD = &[4]float64{last.A, last.B, last.C, last.D}
-	}
-	if err := out.finish(sum); err != nil {
-		return summary{}, err
-	}
-	printSummary(stdout, rc, sum)
-	if stalled {
-		return sum, fmt.Errorf("run stopped at step %d: %w", tr.Steps(), err)
-	}
-	return sum, nil
+	return err
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlvr-backtrack/backtrack/runs"
 )
 
 // TestRunTransformer is the end-to-end check of -model transformer: a short
@@ -52,12 +54,13 @@ func TestRunTransformer(t *testing.T) {
 		"-rollouts", "8", "-steps", "1", "-eval-rollouts", "5000", "-out", init); code != 0 {
 		t.Fatalf("transformer -init: exit %d: %s", code, errs)
 	}
-	rows, err := readCSV(filepath.Join(init, "metrics.csv"))
+	m, err := runs.ReadMetrics(init)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rows := m.Rows
 	const h0 = 165 // the pretrained bigram's, (2W-1)(1+K+K/L)(1+K(L+1)): SFT moved away from it
-	if h, ci := rows[0][metricsColumn("hitting_time")], rows[0][metricsColumn("hitting_time_ci95")]; math.Abs(h-want) > 2*ci || math.Abs(want-h0) < 4*ci {
+	if h, ci := rows[0][m.Index("hitting_time")], rows[0][m.Index("hitting_time_ci95")]; math.Abs(h-want) > 2*ci || math.Abs(want-h0) < 4*ci {
 		t.Errorf("transformer from the sft bigram starts at %v ± %v, want the bigram's %v (pretrained: %v)", h, ci, want, h0)
 	}
 	for _, tc := range []struct {

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/rlvr-backtrack/backtrack/runs"
+)
+
+var num = runs.FormatNumber
+
+// printSummary prints the closing table of a run.
+func printSummary(w io.Writer, s runs.Summary) {
+	val := runs.Value
+	if s.Trainer.Dense() {
+		fmt.Fprintf(w, "\npretrain on graph %s, %d steps in %.2fs -> %s\n", s.Graph, s.Steps, s.WallSeconds, s.Out)
+		fmt.Fprintf(w, "  largest mass on invalid transitions  %.3g\n", val(s.InvalidMass))
+		fmt.Fprintf(w, "  largest ratio to Theorem 1's bound   %.3g (<= 1 when the bound holds; sgd)\n", val(s.BoundRatio))
+		return
+	}
+	model := ""
+	if s.FinalSuccessRate != nil {
+		model = fmt.Sprintf(" (%s; Monte Carlo hitting times)", s.Model)
+	}
+	fmt.Fprintf(w, "\n%s on graph %s%s, %d steps in %.2fs -> %s\n", s.Trainer, s.Graph, model, s.Steps, s.WallSeconds, s.Out)
+	fmt.Fprintf(w, "  %-28s %14s   %s\n", "", "measured", "theory")
+	th := "-"
+	if s.Theory.H0 > 0 {
+		th = num(s.Theory.H0) + " (H_0)"
+	}
+	fmt.Fprintf(w, "  %-28s %14s   %s\n", "initial hitting time", num(val(s.InitialHittingTime)), th)
+	lim := "-"
+	if l := val(s.LimitHittingTime); l > 0 {
+		lim = fmt.Sprintf("%s (limit; leading term 4 sum k = %s)", num(l), num(s.Theory.RLVRLeading))
+		if s.Trainer.Supervises() {
+			lim = num(l) + " (SFT limit)"
+		}
+	}
+	final := num(val(s.FinalHittingTime))
+	if s.FinalCI95 != nil {
+		final += fmt.Sprintf(" ± %.3g", *s.FinalCI95)
+	} else if s.FinalSuccessRate != nil {
+		final = fmt.Sprintf(">= %s (%.1f%% hit)", final, 100*(*s.FinalSuccessRate))
+	}
+	fmt.Fprintf(w, "  %-28s %14s   %s\n", "final hitting time", final, lim)
+	if a := s.FinalABCD; a != nil {
+		fmt.Fprintf(w, "  %-28s %14s\n", "final mean a, b, c, d", fmt.Sprintf("%.4f %.4f %.4f %.4f", a[0], a[1], a[2], a[3]))
+	}
+}

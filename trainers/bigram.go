@@ -1,0 +1,294 @@
+package trainers
+
+import (
+	"fmt"
+	"math"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/rlvr-backtrack/backtrack/checkpoints"
+	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/tasks"
+	"github.com/rlvr-backtrack/backtrack/tokenizer"
+)
+
+func init() {
+	register(BigramModel, modelSpec{
+		kinds: Kinds,
+		// Sampled RLVR's optimiser tuned at W=K=5, L=3: Adam at lr 0.05 for
+		// ppo, 0.1 for reinforce (the package's 256 rollouts and state
+		// baseline).
+		defaults: func(k Kind, d *Defaults) {
+			switch k {
+			case PPO:
+				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+			case Reinforce:
+				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+			}
+		},
+		build: func(t *Trainer, s Setup) (learner, error) {
+			if t.cfg.Trainer.Dense() {
+				return newDense(t)
+			}
+			return newBigram(t, s)
+		},
+	})
+}
+
+// bigramStep is what the sparse and the dense bigram learners share: the
+// nn.Bigram, its compiled step and the loss constants.
+type bigramStep struct {
+	t     *Trainer
+	model *nn.Bigram
+	step  *nn.Step
+	solv  nn.Solver
+	in    vec       // (P) loss constants: pair weights, RLVR advantages, REINFORCE weights
+	pairs []float64 // cross-entropy pair weights, one per support entry
+}
+
+// compile takes the gradient of cost and compiles the step.
+func (b *bigramStep) compile(cost *G.Node) error {
+	var err error
+	if b.solv, err = nn.NewSolver(b.t.cfg.Optim); err != nil {
+		return err
+	}
+	b.step, err = nn.NewStep(cost, b.model.Learnables(), b.solv)
+	return err
+}
+
+// runStep lets the given inputs (those with a node) and takes one
+// optimiser step.
+func (b *bigramStep) runStep(vs ...vec) error {
+	for _, v := range vs {
+		if v.node == nil {
+			continue
+		}
+		if err := G.Let(v.node, v.val); err != nil {
+			return fmt.Errorf("trainers: step %d: %w", b.t.done, err)
+		}
+	}
+	if _, err := b.step.Run(); err != nil { // refuses NaN losses and gradients
+		return fmt.Errorf("trainers: step %d: %w", b.t.done, err)
+	}
+	for i, v := range b.model.Logits() {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("trainers: step %d: parameter theta[%d] is %v after the update", b.t.done, i, v)
+		}
+	}
+	return nil
+}
+
+// crossEntropy is the loss sum_e -q(e) log pi(e) of the pair weights q
+// under the transition table probs.
+func crossEntropy(pairs, probs []float64) float64 {
+	loss := 0.0
+	for i, q := range pairs {
+		if q > 0 {
+			loss -= q * math.Log(probs[i])
+		}
+	}
+	return loss
+}
+
+// crossEntropyStep steps on the fixed pair weights (the constants hold
+// them since the loss was built).
+func (b *bigramStep) crossEntropyStep() error { return b.runStep(b.in) }
+
+func (b *bigramStep) solver() nn.Solver { return b.solv }
+func (b *bigramStep) vocab() *tokenizer.Vocab { return tokenizer.New(b.t.g) }
+func (b *bigramStep) close() error     { return b.step.Close() }
+func (b *bigramStep) state() any       { return nil }
+
+func (b *bigramStep) tensors() []checkpoints.Tensor {
+	return []checkpoints.Tensor{{Name: "logits", Data: b.model.Logits()}}
+}
+
+func (b *bigramStep) setTensors(ck *checkpoints.Checkpoint) error {
+	logits, err := ck.Tensor("logits", len(b.model.Logits()))
+	if err != nil {
+		return err
+	}
+	return b.model.SetLogits(logits)
+}
+
+// setTensors restores the logits and forgets the cached analysis.
+func (b *bigram) setTensors(ck *checkpoints.Checkpoint) error {
+	b.res, b.resStep = nil, -1
+	return b.bigramStep.setTensors(ck)
+}
+
+// bigram is the learner of the paper's bigram over the graph's valid
+// transitions: exact measurements and gradients from eval's analysis,
+// sampled updates aggregated per transition (bigram_sampled.go).
+type bigram struct {
+	bigramStep
+	g *tasks.Graph
+
+	// Sampled trainers: the parameter of each CSR entry (-1 in frozen
+	// rows) and PPO's constants.
+	paramOf                []int32
+	advPos, advNeg, oldLog vec // ppo
+	share, refLog          vec // ppo KL and entropy terms: state shares, reference log-probs
+
+	// The policy and exact analysis measured at step resStep.
+	probs   []float64
+	res     *eval.Analysis
+	resStep int
+}
+
+// newBigram builds the sparse bigram learner and its trainer's loss.
+func newBigram(t *Trainer, s Setup) (*bigram, error) {
+	g, cfg := t.g, t.cfg
+	model, err := graphBigram(g, s.Init)
+	if err != nil {
+		return nil, err
+	}
+	b := &bigram{bigramStep: bigramStep{t: t, model: model}, g: g, resStep: -1}
+	switch cfg.Trainer {
+	case SFT:
+		b.pairs, t.Supervised, err = SFTPairs(g, cfg.SupervisedBackward, t.rng)
+	case Distill:
+		if cfg.DistillTraces > 0 {
+			b.pairs, err = SampledTeacherPairs(g, s.Teacher, cfg.DistillTraces, t.rng)
+		} else {
+			b.pairs, err = TeacherPairs(g, s.Teacher)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Trainer != PPO { // ppo's constants are its own
+		b.in = newVec(model.Graph(), model.NumParams(), "constants")
+	}
+	var cost *G.Node
+	switch k := cfg.Trainer; {
+	case k.Exact():
+		cost, err = model.ExpectedCost(b.in.node) // sum_e A(e) pi(e): grad = grad of H_f
+	case k.Sampled():
+		cost, err = b.buildSampled()
+	default:
+		cost, err = model.WeightedLogLik(b.in.node) // sum_e -q(e) log pi(e)
+		w := b.in.data()
+		for k, e := range model.TrainableEntries() {
+			w[k] = -b.pairs[e]
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b, b.compile(cost)
+}
+
+// graphBigram is the bigram over the graph's valid transitions: the world
+// model's mask is its support, so invalid transitions have probability
+// exactly 0. Fork-incoming and leaf-incoming rows are frozen (Section 4.1).
+func graphBigram(g *tasks.Graph, init []float64) (*nn.Bigram, error) {
+	frozen := make([]bool, g.NumStates())
+	for s := range frozen {
+		frozen[s] = !g.Trained(s)
+	}
+	cfg := nn.BigramConfig{Vocab: g.NumStates(), Support: support(g), Frozen: frozen}
+	if init != nil && len(init) != len(g.Next) {
+		return nil, fmt.Errorf("trainers: initial logits: %d values for %d valid transitions", len(init), len(g.Next))
+	}
+	return nn.NewBigram(cfg, init)
+}
+
+// support is the graph's valid transitions as the model's support: its
+// entries are the graph's CSR entries.
+func support(g *tasks.Graph) nn.Support { return nn.Support{Offsets: g.Offsets, Next: g.Next} }
+
+func (b *bigram) layout() string { return "bigram" }
+
+// measure analyses the current policy exactly (and caches the analysis for
+// the step that follows).
+func (b *bigram) measure(row *Row) error {
+	t := b.t
+	probs := b.model.Probs()
+	res, err := t.an.Analyze(probs)
+	if err != nil {
+		return fmt.Errorf("trainers: step %d: %w", t.done, err)
+	}
+	b.probs, b.res, b.resStep = probs, res, t.done
+	row.HittingTime = res.HittingTime
+	if t.cfg.Trainer.CrossEntropy() {
+		row.Objective = crossEntropy(b.pairs, probs)
+	}
+	return nil
+}
+
+// current measures the policy unless it was measured at this step.
+func (b *bigram) current() error {
+	if b.res != nil && b.resStep == b.t.done {
+		return nil
+	}
+	var row Row
+	return b.measure(&row)
+}
+
+// abcd adds a_j..d_j per depth of the policy measured last.
+func (b *bigram) abcd(row *Row) {
+	if b.probs != nil {
+		setABCD(row, depthMeans(eval.ABCDTable(b.g, b.probs)))
+	}
+}
+
+// estimate is the exact hitting time of the current policy.
+func (b *bigram) estimate() float64 {
+	if err := b.current(); err != nil {
+		return math.NaN()
+	}
+	return b.res.HittingTime
+}
+
+// newAgent samples the current table.
+func (b *bigram) newAgent() func() (eval.Agent, error) {
+	probs := b.model.Probs()
+	return func() (eval.Agent, error) { return eval.NewMarkovAgent(b.g, probs) }
+}
+
+// exactStep is one step of exact RLVR.
+func (b *bigram) exactStep() error {
+	if err := b.advantages(); err != nil {
+		return err
+	}
+	return b.runStep(b.in)
+}
+
+// advantages fills the RLVR constants: for each trainable transition,
+// A(s,a) = C(s,a) - sum_b pi(b|s) C(s,b) with C(s,a) = E_x[d_x(s) h_x(a)]
+// (eval.CostWeights), so that the autodiff gradient of sum pi A is the
+// exact dH_f/dTheta = -dJ/dTheta of Lemma 'policygrad' (Appendix B),
+// E_x[d_x(s) pi(a|s) (h_x(a) - hbar_x(s))]. Differences below 1e-12 of the
+// row's scale are rounding (e.g. between symmetric branches or multiedges)
+// and are set to exactly 0: sign descent would otherwise turn them into
+// full +-lr steps and break the symmetry the paper's analysis relies on.
+func (b *bigram) advantages() error {
+	if err := b.current(); err != nil {
+		return err
+	}
+	probs, g := b.probs, b.g
+	c := b.res.CostWeights()
+	out := b.in.data()
+	entries := b.model.TrainableEntries()
+	k := 0
+	for k < len(entries) {
+		s := support(g).RowOf(entries[k])
+		lo, hi := g.Offsets[s], g.Offsets[s+1]
+		mean, scale := 0.0, 0.0
+		for i := lo; i < hi; i++ {
+			mean += probs[i] * c[i]
+			scale = math.Max(scale, math.Abs(c[i]))
+		}
+		for i := lo; i < hi; i++ {
+			a := c[i] - mean
+			if math.Abs(a) <= 1e-12*scale {
+				a = 0
+			}
+			out[k] = a
+			k++
+		}
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+package trainers
+
+import (
+	"math"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/rlvr-backtrack/backtrack/eval"
+)
+
+// The bigram's sampled RLVR: a bigram's log-probability of a token
+// depends on its transition only, so a batch's loss constants are summed
+// per transition before they enter the graph, whose size does not grow with
+// the batch (see ppo.go).
+
+// buildSampled adds the reinforce or ppo loss to the model's graph.
+func (b *bigram) buildSampled() (*G.Node, error) {
+	cfg, model := b.t.cfg, b.model
+	p := model.NumParams()
+	b.paramOf = make([]int32, len(b.g.Next))
+	for i := range b.paramOf {
+		b.paramOf[i] = -1
+	}
+	for k, e := range model.TrainableEntries() {
+		b.paramOf[e] = int32(k)
+	}
+	logp := model.LogProbs()
+	if cfg.Trainer == Reinforce {
+		return reinforceLoss(logp, b.in.node)
+	}
+	g := model.Graph()
+	b.advPos, b.advNeg, b.oldLog = newVec(g, p, "adv+"), newVec(g, p, "adv-"), newVec(g, p, "logp_old")
+	obj, err := ppoObjective(logp, b.oldLog.node, b.advPos.node, b.advNeg.node, cfg.Clip)
+	if err != nil {
+		return nil, err
+	}
+	cost, err := G.Neg(obj)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.KLCoef > 0 || cfg.EntropyCoef > 0 {
+		b.share, b.refLog = newVec(g, p, "state_share"), newVec(g, p, "logp_ref")
+		probs := model.Probs()
+		for k, e := range model.TrainableEntries() {
+			b.refLog.data()[k] = math.Log(probs[e])
+		}
+	}
+	return addRegularizers(cost, logp, b.refLog.node, b.share.node, cfg)
+}
+
+// rollouts samples the current table with eval's Markov sampler; the
+// log-probabilities are the table's (update reads them from it).
+func (b *bigram) rollouts(n, horizon int, seed uint64) (*eval.AgentBatch, error) {
+	if err := b.current(); err != nil {
+		return nil, err
+	}
+	sp, err := eval.NewSampler(b.g, b.probs)
+	if err != nil {
+		return nil, err
+	}
+	return &eval.AgentBatch{Batch: *sp.Rollouts(n, horizon, seed)}, nil
+}
+
+// update is the REINFORCE update or PPO's epochs over minibatches.
+func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv []float64) (ratioStats, error) {
+	cfg, probs := b.t.cfg, b.probs
+	if cfg.Trainer == Reinforce {
+		w := b.in.data()
+		clear(w)
+		n := float64(batch.Tokens())
+		for i, e := range batch.Entries {
+			if k := b.paramOf[e]; k >= 0 {
+				w[k] -= adv[i] / n
+			}
+		}
+		return ratioStats{}, b.runStep(b.in)
+	}
+	old := b.oldLog.data()
+	for k, e := range b.model.TrainableEntries() {
+		old[k] = math.Log(probs[e])
+	}
+	mini := b.minibatches(&batch.Batch, adv, states)
+	epochs, _ := cfg.Trainer.epochs(cfg)
+	for range epochs {
+		for _, m := range mini {
+			copy(b.advPos.data(), m.pos)
+			copy(b.advNeg.data(), m.neg)
+			if b.share.node != nil {
+				copy(b.share.data(), m.share)
+			}
+			if err := b.runStep(b.advPos, b.advNeg, b.oldLog, b.share, b.refLog); err != nil {
+				return ratioStats{}, err
+			}
+		}
+	}
+	// PPO's approximate KL and clip fraction over the batch's tokens after
+	// the updates.
+	now := b.model.Probs()
+	var rs ratioStats
+	for _, e := range batch.Entries {
+		if k := b.paramOf[e]; k >= 0 {
+			rs.add(now[e]/math.Exp(old[k]), cfg.Clip)
+		}
+	}
+	return rs, nil
+}
+
+// minibatch holds one minibatch's aggregated loss constants.
+type minibatch struct{ pos, neg, share []float64 }
+
+// minibatches splits the batch (rollout i to minibatch i mod M) and sums
+// each minibatch's advantages per parameter, divided by its token count.
+func (b *bigram) minibatches(batch *eval.Batch, adv []float64, states []int32) []minibatch {
+	p := b.model.NumParams()
+	m := b.t.cfg.Minibatches
+	out := make([]minibatch, m)
+	counts := make([][]float64, m) // tokens per state, for the KL/entropy shares
+	n := make([]float64, m)
+	for j := range out {
+		out[j] = minibatch{pos: make([]float64, p), neg: make([]float64, p)}
+		counts[j] = make([]float64, b.g.NumStates())
+	}
+	for i := range batch.Targets {
+		n[i%m] += float64(batch.Len(i))
+	}
+	for i := range batch.Targets {
+		j := i % m
+		for tok := batch.Starts[i]; tok < batch.Starts[i+1]; tok++ {
+			k := b.paramOf[batch.Entries[tok]]
+			if k < 0 {
+				continue
+			}
+			if a := adv[tok] / n[j]; a > 0 {
+				out[j].pos[k] += a
+			} else {
+				out[j].neg[k] += a
+			}
+			counts[j][states[tok]]++
+		}
+	}
+	if b.share.node != nil {
+		for j := range out {
+			out[j].share = make([]float64, p)
+			for k, e := range b.model.TrainableEntries() {
+				out[j].share[k] = counts[j][support(b.g).RowOf(e)] / n[j]
+			}
+		}
+	}
+	return out
+}
