@@ -119,7 +119,9 @@ type ABCDRow struct {
 	D      float64 `json:"d"`
 }
 
-// ABCDTable reads a_j, b_j, c_j, d_j per branch and depth from a policy.
+// ABCDTable reads a_j, b_j, c_j, d_j per branch and depth from a policy:
+// for multiedge states, the plain mean over the diamond's copies, visited
+// or not (Analysis.VisitABCD weights them by visits instead).
 func ABCDTable(g *tasks.Graph, probs []float64) []ABCDRow {
 	var out []ABCDRow
 	for i, b := range g.Branches {
@@ -131,37 +133,52 @@ func ABCDTable(g *tasks.Graph, probs []float64) []ABCDRow {
 		lo, hi := b.Start[0], b.LeafIn()+2
 		for s := lo; s < hi; s++ {
 			st := g.States[s]
-			var k int
-			switch st.Class {
-			case tasks.RPlus:
-				k = 0
-			case tasks.RMinus:
-				k = 1
-			case tasks.LPlus:
-				k = 2
-			case tasks.LMinus:
-				k = 3
-			default:
+			k, ok := abcdKind(st.Class)
+			if !ok {
 				continue
 			}
-			mass := 0.0
-			dlo, dhi := g.DesiredRange(s)
-			for n, a := range g.Row(s) {
-				if a >= dlo && a < dhi {
-					mass += probs[g.Offsets[s]+n]
-				}
-			}
-			r := &rows[st.Depth-1]
-			*[4]*float64{&r.A, &r.B, &r.C, &r.D}[k] += mass
+			*rows[st.Depth-1].at(k) += desiredMass(g, probs, s)
 			counts[st.Depth-1][k]++
 		}
 		for j := range rows {
-			r := &rows[j]
-			for k, f := range [4]*float64{&r.A, &r.B, &r.C, &r.D} {
-				*f /= float64(counts[j][k])
+			for k := range 4 {
+				*rows[j].at(k) /= float64(counts[j][k])
 			}
 		}
 		out = append(out, rows...)
 	}
 	return out
+}
+
+// at is the k-th of A, B, C, D (abcdKind's order).
+func (r *ABCDRow) at(k int) *float64 { return [4]*float64{&r.A, &r.B, &r.C, &r.D}[k] }
+
+// abcdKind is the index in (a, b, c, d) of the desired-transition
+// probability of a state of class c: R^+ 0, R^- 1, L^+ 2, L^- 3; false for
+// the source, fork-incoming and leaf-incoming states.
+func abcdKind(c tasks.Class) (int, bool) {
+	switch c {
+	case tasks.RPlus:
+		return 0, true
+	case tasks.RMinus:
+		return 1, true
+	case tasks.LPlus:
+		return 2, true
+	case tasks.LMinus:
+		return 3, true
+	}
+	return 0, false
+}
+
+// desiredMass is the probability that policy probs puts on the desired
+// next states of s (tasks.Graph.DesiredRange).
+func desiredMass(g *tasks.Graph, probs []float64, s int) float64 {
+	mass := 0.0
+	lo, hi := g.DesiredRange(s)
+	for n, a := range g.Row(s) {
+		if a >= lo && a < hi {
+			mass += probs[g.Offsets[s]+n]
+		}
+	}
+	return mass
 }

@@ -1,0 +1,58 @@
+package eval
+
+import "math"
+
+// VisitABCD reads a_j, b_j, c_j, d_j along the policy's own paths, as the
+// paper means them (the probability of the desired move at the states the
+// walk is in): per branch and depth, each state's desired mass weighted by
+// its expected visits E_x[d_x(s)] (x uniform over the targets; D). A copy
+// of a multiedge state the policy never enters weighs nothing, where
+// ABCDTable's plain mean over copies counts it like any other. mean pools
+// every branch and depth the same way (its Branch and Depth are 0). A group
+// without visits reads NaN; encoding/json refuses NaN, so callers that
+// write JSON must map it.
+func (r *Analysis) VisitABCD() (rows []ABCDRow, mean ABCDRow) {
+	g := r.a.g
+	W := g.W()
+	var total, totalMass [4]float64
+	for i, b := range g.Branches {
+		weight := make([][4]float64, b.Depth())
+		part := make([]ABCDRow, b.Depth())
+		for s := b.Start[0]; s < b.LeafIn()+2; s++ {
+			st := g.States[s]
+			k, ok := abcdKind(st.Class)
+			if !ok {
+				continue
+			}
+			v := 0.0
+			for m := 1; m <= W; m++ {
+				v += r.D(m, s)
+			}
+			v /= float64(W)
+			wm := v * desiredMass(g, r.probs, s)
+			weight[st.Depth-1][k] += v
+			*part[st.Depth-1].at(k) += wm
+			total[k] += v
+			totalMass[k] += wm
+		}
+		for j := range part {
+			part[j].Branch, part[j].Depth = i+1, j+1
+			for k := range 4 {
+				*part[j].at(k) = ratio(*part[j].at(k), weight[j][k])
+			}
+		}
+		rows = append(rows, part...)
+	}
+	for k := range 4 {
+		*mean.at(k) = ratio(totalMass[k], total[k])
+	}
+	return rows, mean
+}
+
+// ratio is num/den, NaN when den is 0.
+func ratio(num, den float64) float64 {
+	if den == 0 {
+		return math.NaN()
+	}
+	return num / den
+}
