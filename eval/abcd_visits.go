@@ -1,6 +1,28 @@
 package eval
 
-import "math"
+import (
+	"encoding/json"
+	"math"
+)
+
+// MarshalJSON writes a row with null for a quantity that is NaN (a group
+// without visits), which encoding/json would otherwise refuse.
+func (r ABCDRow) MarshalJSON() ([]byte, error) {
+	num := func(x float64) *float64 {
+		if math.IsNaN(x) {
+			return nil
+		}
+		return &x
+	}
+	return json.Marshal(struct {
+		Branch int      `json:"branch"`
+		Depth  int      `json:"depth"`
+		A      *float64 `json:"a"`
+		B      *float64 `json:"b"`
+		C      *float64 `json:"c"`
+		D      *float64 `json:"d"`
+	}{r.Branch, r.Depth, num(r.A), num(r.B), num(r.C), num(r.D)})
+}
 
 // VisitABCD reads a_j, b_j, c_j, d_j along the policy's own paths, as the
 // paper means them (the probability of the desired move at the states the
@@ -8,13 +30,15 @@ import "math"
 // its expected visits E_x[d_x(s)] (x uniform over the targets; D). A copy
 // of a multiedge state the policy never enters weighs nothing, where
 // ABCDTable's plain mean over copies counts it like any other. mean pools
-// every branch and depth the same way (its Branch and Depth are 0). A group
-// without visits reads NaN; encoding/json refuses NaN, so callers that
-// write JSON must map it.
-func (r *Analysis) VisitABCD() (rows []ABCDRow, mean ABCDRow) {
+// every branch and depth the same way (its Branch and Depth are 0), and
+// depths pools the branches depth by depth (Branch 0). A group without
+// visits reads NaN; encoding/json refuses NaN, so callers that write JSON
+// must map it.
+func (r *Analysis) VisitABCD() (rows, depths []ABCDRow, mean ABCDRow) {
 	g := r.a.g
 	W := g.W()
 	var total, totalMass [4]float64
+	var depthWeight [][4]float64
 	for i, b := range g.Branches {
 		weight := make([][4]float64, b.Depth())
 		part := make([]ABCDRow, b.Depth())
@@ -34,6 +58,12 @@ func (r *Analysis) VisitABCD() (rows []ABCDRow, mean ABCDRow) {
 			*part[st.Depth-1].at(k) += wm
 			total[k] += v
 			totalMass[k] += wm
+			for len(depths) < st.Depth {
+				depths = append(depths, ABCDRow{Depth: len(depths) + 1})
+				depthWeight = append(depthWeight, [4]float64{})
+			}
+			depthWeight[st.Depth-1][k] += v
+			*depths[st.Depth-1].at(k) += wm
 		}
 		for j := range part {
 			part[j].Branch, part[j].Depth = i+1, j+1
@@ -43,10 +73,15 @@ func (r *Analysis) VisitABCD() (rows []ABCDRow, mean ABCDRow) {
 		}
 		rows = append(rows, part...)
 	}
+	for j := range depths {
+		for k := range 4 {
+			*depths[j].at(k) = ratio(*depths[j].at(k), depthWeight[j][k])
+		}
+	}
 	for k := range 4 {
 		*mean.at(k) = ratio(totalMass[k], total[k])
 	}
-	return rows, mean
+	return rows, depths, mean
 }
 
 // ratio is num/den, NaN when den is 0.

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -32,7 +33,7 @@ func TestVisitABCDIgnoresUnvisitedCopies(t *testing.T) {
 	if v := r.D(1, b.Fwd(3, 0)) + r.D(2, b.Fwd(3, 0)); v != 0 {
 		t.Fatalf("R_2^+ copy 1 visited %v times, want 0", v)
 	}
-	rows, mean := r.VisitABCD()
+	rows, _, mean := r.VisitABCD()
 	plain := ABCDTable(g, p)
 	tests := []struct {
 		name      string
@@ -57,7 +58,7 @@ func TestVisitABCDAgreesWhenCopiesAlike(t *testing.T) {
 	for _, c := range []tasks.Config{{W: 3, K: 2, L: 3}, {Branches: [][]int{{2, 1}, {3}}}} {
 		g := graph(t, c)
 		p := PolicyPretrained(g)
-		rows, mean := analyze(t, g, p).VisitABCD()
+		rows, _, mean := analyze(t, g, p).VisitABCD()
 		for i, want := range ABCDTable(g, p) {
 			for k := range 4 {
 				if got := *rows[i].at(k); math.Abs(got-*want.at(k)) > 1e-12 || rows[i].Branch != want.Branch || rows[i].Depth != want.Depth {
@@ -70,10 +71,19 @@ func TestVisitABCDAgreesWhenCopiesAlike(t *testing.T) {
 		}
 	}
 	g := graph(t, tasks.Config{W: 1, K: 2, L: 2})
-	rows, mean := analyze(t, g, PolicyRLVRLimit(g)).VisitABCD()
+	rows, _, mean := analyze(t, g, PolicyRLVRLimit(g)).VisitABCD()
 	for _, r := range append(rows, mean) {
 		if r.A != 1 || r.C != 1 || !math.IsNaN(r.B) || !math.IsNaN(r.D) {
 			t.Errorf("W=1: got %+v, want a = c = 1 and b, d NaN (never visited)", r)
 		}
+	}
+}
+
+// TestABCDRowJSON: a row without visits (NaN) is written with nulls, the
+// others exactly.
+func TestABCDRowJSON(t *testing.T) {
+	b, err := json.Marshal([]ABCDRow{{Branch: 1, Depth: 2, A: 0.5, B: math.NaN(), C: 1, D: 0.25}})
+	if want := `[{"branch":1,"depth":2,"a":0.5,"b":null,"c":1,"d":0.25}]`; err != nil || string(b) != want {
+		t.Errorf("got %s (%v), want %s", b, err, want)
 	}
 }

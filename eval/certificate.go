@@ -36,24 +36,24 @@ import (
 type Certificate struct {
 	// HittingTime is the H_f of the certified policy: the scale of the
 	// relative fields.
-	HittingTime float64
+	HittingTime float64 `json:"hitting_time"`
 	// Gradient is max |dH/dtheta_{s,a}| / H_f over the trained rows;
 	// GradientAt names its transition "s -> a".
-	Gradient   float64
-	GradientAt string
+	Gradient   float64 `json:"gradient"`
+	GradientAt string  `json:"gradient_at"`
 	// Margin is min (C(s,a) - Cbar(s)) / H_f over the trained actions of
 	// probability 0 (0 if there are none); negative means moving mass to a
 	// lowers H_f. MarginAt names its transition.
-	Margin   float64
-	MarginAt string
+	Margin   float64 `json:"margin"`
+	MarginAt string  `json:"margin_at"`
 	// FaceVertices is the number of source-row vertices also certified
 	// (0 unless the source is trained and uses more than one action);
 	// FaceGradient and FaceMargin are the worst values over them, and
 	// FaceMarginAt names the vertex and the transition.
-	FaceVertices int
-	FaceGradient float64
-	FaceMargin   float64
-	FaceMarginAt string
+	FaceVertices int     `json:"face_vertices"`
+	FaceGradient float64 `json:"face_gradient"`
+	FaceMargin   float64 `json:"face_margin"`
+	FaceMarginAt string  `json:"face_margin_at"`
 }
 
 // Holds reports whether the certificate holds within tolerance tol (a

@@ -7,7 +7,8 @@ import (
 )
 
 // Predictions are the paper's theoretical hitting times for one graph, and
-// the exact optima of RLVR over the rows it trains.
+// the exact optimum of RLVR over the rows it trains in one setting: the
+// source row s0 -> f trained, or kept uniform like the fork-incoming rows.
 type Predictions struct {
 	// H0 is Appendix B's H_0, the pretrained policy's hitting time
 	// (homogeneous graphs only; 0 otherwise).
@@ -17,30 +18,36 @@ type Predictions struct {
 	// leading term 4 sum_i k_i (4WK on homogeneous graphs).
 	RLVRLimit   float64 `json:"rlvr_limit"`
 	RLVRLeading float64 `json:"rlvr_limit_leading_4WK"`
+	// TrainSource is the setting of the optimum below.
+	TrainSource bool `json:"train_source"`
 	// RLVROptimum is the minimum of the exact hitting time over every row
-	// RLVR trains in this project (every L+/R+/L-/R- row and the source row
-	// s0 -> f; Optimum with the source trained), FirstBranch the branch its
-	// source row enters (1-based; the lowest of equally good branches, so 1
-	// on a homogeneous graph) and RLVROptimumEntry[i-1] its entry
-	// probability c_{i,1}. It lies below RLVRLimit whenever entering one
-	// branch first and sometimes turning back at a branch entry pays, as on
-	// every homogeneous graph with W, K >= 2: exact RLVR from the symmetric
-	// pretrained bigram keeps the source row uniform and does not reach it.
-	// 0 if it could not be computed (it always can on a valid graph).
-	RLVROptimum      float64   `json:"rlvr_optimum"`
-	FirstBranch      int       `json:"rlvr_optimum_first_branch,omitempty"`
-	RLVROptimumEntry []float64 `json:"rlvr_optimum_entry,omitempty"`
-	// RLVROptimumFrozen is the same minimum with the source row uniform
-	// (the paper's setting: only branch rows train), and
-	// RLVROptimumFrozenEntry its entry probabilities; it equals RLVRLimit on
-	// homogeneous graphs.
-	RLVROptimumFrozen      float64   `json:"rlvr_optimum_frozen_source"`
-	RLVROptimumFrozenEntry []float64 `json:"rlvr_optimum_frozen_source_entry,omitempty"`
+	// the setting trains (every L+/R+/L-/R- row, and the source row when
+	// TrainSource; Optimum). The policy that attains it enters the branches
+	// with RLVROptimumSource (uniform when the source is frozen; else all
+	// on FirstBranch, 1-based) and goes on at each branch entry with
+	// RLVROptimumEntry[i-1] = c_{i,1}, every other desired probability 1.
+	// RLVROptimumCertificate is its first-order certificate over every
+	// trained logit, and Certified whether it holds (to 1e-9 of H_f).
+	// With the source trained it lies below RLVRLimit on every homogeneous
+	// graph with W, K >= 2 (enter one branch first, sometimes turn back at
+	// its entry), a point exact RLVR from the symmetric pretrained bigram
+	// does not reach; with it frozen it equals RLVRLimit there. 0 if it
+	// could not be computed (it always can on a valid graph).
+	RLVROptimum            float64      `json:"rlvr_optimum"`
+	RLVROptimumSource      []float64    `json:"rlvr_optimum_source,omitempty"`
+	RLVROptimumEntry       []float64    `json:"rlvr_optimum_entry,omitempty"`
+	FirstBranch            int          `json:"rlvr_optimum_first_branch,omitempty"`
+	RLVROptimumCertificate *Certificate `json:"rlvr_optimum_certificate,omitempty"`
+	Certified              bool         `json:"rlvr_optimum_certified"`
+	// RLVROptimumSourceTrained and RLVROptimumSourceFrozen are the optima
+	// of both settings, for reference.
+	RLVROptimumSourceTrained float64 `json:"rlvr_optimum_source_trained"`
+	RLVROptimumSourceFrozen  float64 `json:"rlvr_optimum_source_frozen"`
 	// RLVRBestEntry is the exact hitting time of the backtracking policy
 	// (a=b=c=d=1) whose source row enters the best branch first, and
 	// BestEntryBranch that branch (0 on homogeneous graphs, where the value
-	// is RLVRLimit): what rlvr_optimum meant before the optimum over every
-	// trained row replaced it.
+	// is RLVRLimit): the best a source-trained RLVR can do without turning
+	// back at a branch entry.
 	RLVRBestEntry   float64 `json:"rlvr_best_entry"`
 	BestEntryBranch int     `json:"rlvr_best_entry_branch,omitempty"`
 	// SFTLimit is the exact hitting time of SFT's limit (a=c=1, b and d
@@ -48,13 +55,15 @@ type Predictions struct {
 	SFTLimit float64 `json:"sft_limit"`
 }
 
-// Predict evaluates the closed forms and the optima on graph g.
-func Predict(g *tasks.Graph) Predictions {
+// Predict evaluates the closed forms on graph g and the optimum of the
+// setting trainSource (and the other setting's value).
+func Predict(g *tasks.Graph, trainSource bool) Predictions {
 	ks := depths(g)
 	p := Predictions{
 		RLVRLimit:   RLVRLimit(ks),
 		RLVRLeading: 4 * float64(depthSum(ks)),
 		SFTLimit:    SFTLimitHetero(g.Config.Shape()),
+		TrainSource: trainSource,
 	}
 	p.RLVRBestEntry, p.BestEntryBranch = p.RLVRLimit, 0
 	if w, k, l, ok := g.Config.Homogeneous(); ok {
@@ -62,11 +71,20 @@ func Predict(g *tasks.Graph) Predictions {
 	} else {
 		p.RLVRBestEntry, p.BestEntryBranch = RLVRBestEntry(g)
 	}
-	if o, err := Optimum(g, true); err == nil {
-		p.RLVROptimum, p.FirstBranch, p.RLVROptimumEntry = o.HittingTime, o.FirstBranch, o.Entry
-	}
-	if o, err := Optimum(g, false); err == nil {
-		p.RLVROptimumFrozen, p.RLVROptimumFrozenEntry = o.HittingTime, o.Entry
+	for _, src := range []bool{true, false} {
+		o, err := Optimum(g, src)
+		if err != nil {
+			continue
+		}
+		if src {
+			p.RLVROptimumSourceTrained = o.HittingTime
+		} else {
+			p.RLVROptimumSourceFrozen = o.HittingTime
+		}
+		if src == trainSource {
+			p.RLVROptimum, p.RLVROptimumSource, p.RLVROptimumEntry, p.FirstBranch = o.HittingTime, o.Source, o.Entry, o.FirstBranch
+			p.RLVROptimumCertificate, p.Certified = o.Certificate, o.Certificate.Holds(1e-9)
+		}
 	}
 	return p
 }

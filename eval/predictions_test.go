@@ -26,24 +26,28 @@ func TestPredict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Predict(tt.g)
+			p, pf := Predict(tt.g, true), Predict(tt.g, false)
 			for _, f := range []struct {
 				name      string
 				got, want float64
 			}{
-				{"rlvr_optimum", p.RLVROptimum, tt.optimum}, {"rlvr_optimum_frozen_source", p.RLVROptimumFrozen, tt.frozen},
+				{"rlvr_optimum", p.RLVROptimum, tt.optimum}, {"rlvr_optimum (frozen)", pf.RLVROptimum, tt.frozen},
+				{"rlvr_optimum_source_trained", pf.RLVROptimumSourceTrained, tt.optimum}, {"rlvr_optimum_source_frozen", p.RLVROptimumSourceFrozen, tt.frozen},
 				{"rlvr_limit", p.RLVRLimit, tt.limit}, {"rlvr_best_entry", p.RLVRBestEntry, tt.best},
 			} {
 				if relErr(f.got, f.want) > 1e-7 {
 					t.Errorf("%s: got %.12g, want %.12g", f.name, f.got, f.want)
 				}
 			}
-			if p.FirstBranch != tt.first || p.BestEntryBranch != tt.bestBranch || len(p.RLVROptimumEntry) != tt.g.W() || len(p.RLVROptimumFrozenEntry) != tt.g.W() {
-				t.Errorf("got first branch %d, best-entry branch %d, entries %v %v; want %d, %d, W each",
-					p.FirstBranch, p.BestEntryBranch, p.RLVROptimumEntry, p.RLVROptimumFrozenEntry, tt.first, tt.bestBranch)
+			if p.FirstBranch != tt.first || pf.FirstBranch != 0 || p.BestEntryBranch != tt.bestBranch || len(p.RLVROptimumEntry) != tt.g.W() || len(pf.RLVROptimumEntry) != tt.g.W() {
+				t.Errorf("got first branch %d (frozen %d), best-entry branch %d, entries %v %v; want %d, 0, %d, W each",
+					p.FirstBranch, pf.FirstBranch, p.BestEntryBranch, p.RLVROptimumEntry, pf.RLVROptimumEntry, tt.first, tt.bestBranch)
+			}
+			if !p.Certified || !pf.Certified || p.RLVROptimumCertificate == nil {
+				t.Errorf("certificates: trained %v, frozen %v", p.Certified, pf.Certified)
 			}
 			le := func(a, b float64) bool { return a <= b*(1+1e-12) } // the analyzer rounds
-			if !(le(p.RLVROptimum, p.RLVRBestEntry) && le(p.RLVROptimum, p.RLVROptimumFrozen) && le(p.RLVROptimumFrozen, p.RLVRLimit)) {
+			if !(le(p.RLVROptimum, p.RLVRBestEntry) && le(p.RLVROptimum, pf.RLVROptimum) && le(pf.RLVROptimum, p.RLVRLimit)) {
 				t.Errorf("optima out of order: %+v", p)
 			}
 			raw, err := json.Marshal(p)
@@ -54,7 +58,7 @@ func TestPredict(t *testing.T) {
 			if err := json.Unmarshal(raw, &m); err != nil {
 				t.Fatal(err)
 			}
-			for _, key := range []string{"rlvr_limit", "rlvr_limit_leading_4WK", "sft_limit", "rlvr_optimum", "rlvr_optimum_frozen_source"} {
+			for _, key := range []string{"rlvr_limit", "rlvr_limit_leading_4WK", "sft_limit", "rlvr_optimum", "rlvr_optimum_source_frozen", "rlvr_optimum_source_trained", "rlvr_optimum_certificate", "train_source"} {
 				if _, ok := m[key]; !ok {
 					t.Errorf("JSON %s lacks %q", raw, key)
 				}

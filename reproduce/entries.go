@@ -25,7 +25,7 @@ func (r *reproducer) fig34(dir string) (string, string, error) {
 		return "", "", err
 	}
 	init, final, limit := runs.Value(s.InitialHittingTime), runs.Value(s.FinalHittingTime), runs.Value(s.LimitHittingTime)
-	ok := rel(init, s.Theory.H0) < 1e-9 && s.Converged && s.FinalABCD != nil && min(s.FinalABCD[0], s.FinalABCD[1], s.FinalABCD[2], s.FinalABCD[3]) > 0.999
+	ok := rel(init, s.Theory.H0) < 1e-9 && s.Converged && s.FinalABCD != nil && min(runs.Value(s.FinalABCD[0]), runs.Value(s.FinalABCD[1]), runs.Value(s.FinalABCD[2]), runs.Value(s.FinalABCD[3])) > 0.999
 	m := fmt.Sprintf("%s: %s (H_0 %s) -> %.6g in %d steps (exact limit %s, 4WK = %s)", s.Graph, runs.FormatNumber(init), runs.FormatNumber(s.Theory.H0), final, s.Steps, runs.FormatNumber(limit), runs.FormatNumber(s.Theory.RLVRLeading))
 	return m, yes(ok), nil
 }
@@ -53,7 +53,7 @@ func (r *reproducer) thm2(dir string) (string, string, error) {
 		return "", "", err
 	}
 	L := float64(l)
-	b, d := s.FinalABCD[1], s.FinalABCD[3]
+	b, d := runs.Value(s.FinalABCD[1]), runs.Value(s.FinalABCD[3])
 	ok := s.Converged && math.Abs(b-L/(L+1)) < 1e-12 && math.Abs(d-1/(L+1)) < 1e-12
 	return fmt.Sprintf("%s: hitting time %s -> %.6g (SFT limit %.6g) in %d steps; b = %.6f, d = %.6f", s.Graph,
 		runs.FormatNumber(runs.Value(s.InitialHittingTime)), runs.Value(s.FinalHittingTime), runs.Value(s.LimitHittingTime), s.Steps, b, d), yes(ok), nil
@@ -173,7 +173,7 @@ func (r *reproducer) thm5(dir string) (string, string, error) {
 	// The teacher is fig3-4's run: rerun it when it is missing, of another
 	// size or unreadable (written by an older build).
 	teacher := filepath.Join(r.out, "fig3-4")
-	if g, _, err := runs.LoadBigram(teacher, nil); err != nil || g.Config.Name() != rc.Graph.Name() {
+	if b, err := runs.LoadBigram(teacher, nil); err != nil || b.Graph.Config.Name() != rc.Graph.Name() {
 		if _, _, err := r.fig34(teacher); err != nil {
 			return "", "", err
 		}
@@ -286,23 +286,68 @@ func (r *reproducer) fig6(dir string) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	return fmt.Sprintf("%s, baseline fork, adam lr 0.025, 128 rollouts: %s -> %.6g in %d steps, within 5%% of the limit %s", s.Graph,
-		runs.FormatNumber(runs.Value(s.InitialHittingTime)), runs.Value(s.FinalHittingTime), s.Steps, runs.FormatNumber(runs.Value(s.LimitHittingTime))), yes(s.Converged), nil
+	return fmt.Sprintf("%s, source row frozen (the default; its exact optimum %s), baseline fork, adam lr 0.025, 128 rollouts: %s -> %.6g in %d steps, within 5%% of the optimum", s.Graph,
+		runs.FormatNumber(runs.Value(s.LimitHittingTime)), runs.FormatNumber(runs.Value(s.InitialHittingTime)), runs.Value(s.FinalHittingTime), s.Steps), yes(s.Converged), nil
 }
 
+// fig8 is the heterogeneous figure with both settings of the source row
+// side by side: frozen (the default), exact RLVR reaches the optimum with
+// the deep branch's entry turning back sometimes; trained, it enters the
+// shallowest branch first and ends at that setting's optimum. Both lie
+// below the uniform-entry limit and the paper's 4 sum_i k_i.
 func (r *reproducer) fig8(dir string) (string, string, error) {
-	rc := runs.DefaultConfig()
-	rc.Graph = tasks.Config{Branches: [][]int{{2, 2, 3}, {5, 1}, {4, 4, 4, 4}}}
-	s, err := r.trainEntry(dir, rc)
-	if err != nil {
+	var lines []figures.Series
+	var parts []string
+	ok := true
+	var th eval.Predictions
+	for _, source := range []bool{false, true} {
+		rc := runs.DefaultConfig()
+		rc.Graph = tasks.Config{Branches: [][]int{{2, 2, 3}, {5, 1}, {4, 4, 4, 4}}}
+		rc.Train.TrainSource = source
+		name := map[bool]string{false: "source-frozen", true: "source-trained"}[source]
+		sub := filepath.Join(dir, name)
+		s, err := r.trainEntry(sub, rc)
+		if err != nil {
+			return "", "", err
+		}
+		b, err := runs.LoadBigram(sub, nil)
+		if err != nil {
+			return "", "", err
+		}
+		m, err := runs.ReadMetrics(sub)
+		if err != nil {
+			return "", "", err
+		}
+		lines = append(lines, figures.Series{Name: "exact RLVR, " + strings.ReplaceAll(name, "-", " "), X: m.Column("step"), Y: m.Column("hitting_time")})
+		th = s.Theory
+		g := b.Graph
+		entry := make([]float64, g.W())
+		for i, br := range g.Branches {
+			lo, hi := g.DesiredRange(br.Entry())
+			for n, a := range g.Row(br.Entry()) {
+				if a >= lo && a < hi {
+					entry[i] += b.Probs[g.Offsets[br.Entry()]+n]
+				}
+			}
+		}
+		parts = append(parts, fmt.Sprintf("source %s: -> %.6g (exact optimum %.6g: source %s, entries %s; trained: source %s, entries %s)",
+			map[bool]string{false: "frozen", true: "trained"}[source], runs.Value(s.FinalHittingTime), th.RLVROptimum,
+			runs.FormatProbs(th.RLVROptimumSource), runs.FormatProbs(th.RLVROptimumEntry), runs.FormatProbs(b.Probs[:g.W()]), runs.FormatProbs(entry)))
+		ok = ok && s.Converged && th.Certified
+	}
+	steps := lines[0].X[len(lines[0].X)-1]
+	for _, h := range []struct {
+		name string
+		y    float64
+	}{{"paper's 4 sum k", th.RLVRLeading}, {"uniform-entry limit (a=b=c=d=1)", th.RLVRLimit},
+		{"exact optimum, source frozen", th.RLVROptimumSourceFrozen}, {"exact optimum, source trained", th.RLVROptimumSourceTrained}} {
+		lines = append(lines, figures.Series{Name: fmt.Sprintf("%s = %s", h.name, runs.FormatNumber(h.y)), X: []float64{0, steps}, Y: []float64{h.y, h.y}})
+	}
+	if err := figures.Lines(filepath.Join(dir, "hitting_time.png"), "Exact RLVR on branches 2,2,3;5,1;4,4,4,4, source row frozen and trained",
+		"step", "exact hitting time (transitions, log scale)", true, false, lines); err != nil {
 		return "", "", err
 	}
-	_, probs, err := runs.LoadBigram(dir, nil)
-	if err != nil {
-		return "", "", err
-	}
-	entry := runs.FormatProbs(probs[:3]) // s0 -> f is state 0: its row comes first
-	th := s.Theory
-	return fmt.Sprintf("%s: -> %.6g (exact optimum %s entering branch %d first; uniform entry %s; 4 sum k %s); entry probabilities %s",
-		s.Graph, runs.Value(s.FinalHittingTime), runs.FormatNumber(th.RLVROptimum), th.FirstBranch, runs.FormatNumber(th.RLVRLimit), runs.FormatNumber(th.RLVRLeading), entry), map[bool]string{true: "imprecise", false: "no"}[s.Converged], nil
+	m := fmt.Sprintf("2,2,3;5,1;4,4,4,4: %s; uniform-entry limit %s; 4 sum k %s", strings.Join(parts, "; "),
+		runs.FormatNumber(th.RLVRLimit), runs.FormatNumber(th.RLVRLeading))
+	return m, map[bool]string{true: "imprecise", false: "no"}[ok], nil
 }

@@ -175,8 +175,15 @@ const paperNotes = `
 - Corollary: the proof misses dead ends (the SFT policy steps onto an unused multiedge whose only move is
   a used connector). An agent that follows the policy there is exponential again; one that moves to an
   unused state shows Theta(W K L) (corollary-search).
-- Heterogeneous figure: RLVR also learns the first row (s0 -> f) and enters the shallowest branch first,
-  ending below 4 sum_i k_i and below the uniform-entry value (fig8-hetero).
+- Heterogeneous figure: the exact optimum of RLVR lies below 4 sum_i k_i and below the uniform-entry
+  value in both settings of the source row: frozen, deep branches turn back at their entry sometimes;
+  trained, the walk enters the shallowest branch first (fig8-hetero).
+- The paper leaves the source row s0 -> f open (it fixes only the fork- and leaf-incoming rows); training
+  it lowers the optimum below the paper's converged policy (890.2 against 899 at W=K=15, L=5). The tool
+  keeps it uniform unless -train-source.
+- Section 5.3: the time from entering a wrong branch back to the fork is 2K + g_{K+1}, not g_{K+1}.
+- Conventions: counting the edge s0 -> f as a step adds 1 to every hitting time (H_0 = 50142; 899 becomes
+  900 = 4WK at W = K).
 - Lemma 'Gjp_init': G_K^(d)(0) can be negative (W=2, K=3, L=2), against "r(W,K,L) <= K-1"; at
   W=K=15, L=5 no G_j^(p)(0) is negative (eval's tests).
 `

@@ -95,10 +95,10 @@ func crossEntropy(pairs, probs []float64) float64 {
 // them since the loss was built).
 func (b *bigramStep) crossEntropyStep() error { return b.runStep(b.in) }
 
-func (b *bigramStep) solver() nn.Solver { return b.solv }
+func (b *bigramStep) solver() nn.Solver       { return b.solv }
 func (b *bigramStep) vocab() *tokenizer.Vocab { return tokenizer.New(b.t.g) }
-func (b *bigramStep) close() error     { return b.step.Close() }
-func (b *bigramStep) state() any       { return nil }
+func (b *bigramStep) close() error            { return b.step.Close() }
+func (b *bigramStep) state() any              { return nil }
 
 func (b *bigramStep) tensors() []checkpoints.Tensor {
 	return []checkpoints.Tensor{{Name: "logits", Data: b.model.Logits()}}
@@ -140,7 +140,7 @@ type bigram struct {
 // newBigram builds the sparse bigram learner and its trainer's loss.
 func newBigram(t *Trainer, s Setup) (*bigram, error) {
 	g, cfg := t.g, t.cfg
-	model, err := graphBigram(g, s.Init)
+	model, err := graphBigram(g, s.Init, t.trained)
 	if err != nil {
 		return nil, err
 	}
@@ -182,11 +182,12 @@ func newBigram(t *Trainer, s Setup) (*bigram, error) {
 
 // graphBigram is the bigram over the graph's valid transitions: the world
 // model's mask is its support, so invalid transitions have probability
-// exactly 0. Fork-incoming and leaf-incoming rows are frozen (Section 4.1).
-func graphBigram(g *tasks.Graph, init []float64) (*nn.Bigram, error) {
+// exactly 0. The rows that are not trained are frozen: fork-incoming and
+// leaf-incoming (Section 4.1), and the source row unless it is trained.
+func graphBigram(g *tasks.Graph, init []float64, trained []bool) (*nn.Bigram, error) {
 	frozen := make([]bool, g.NumStates())
 	for s := range frozen {
-		frozen[s] = !g.Trained(s)
+		frozen[s] = !trained[s]
 	}
 	cfg := nn.BigramConfig{Vocab: g.NumStates(), Support: support(g), Frozen: frozen}
 	if init != nil && len(init) != len(g.Next) {
@@ -227,10 +228,11 @@ func (b *bigram) current() error {
 	return b.measure(&row)
 }
 
-// abcd adds a_j..d_j per depth of the policy measured last.
+// abcd adds a, b, c, d of the policy measured last: weighted by visits,
+// and per copy.
 func (b *bigram) abcd(row *Row) {
-	if b.probs != nil {
-		setABCD(row, depthMeans(eval.ABCDTable(b.g, b.probs)))
+	if b.res != nil {
+		setABCD(row, b.res, b.g, b.probs)
 	}
 }
 
@@ -240,6 +242,12 @@ func (b *bigram) estimate() float64 {
 		return math.NaN()
 	}
 	return b.res.HittingTime
+}
+
+// certify is the first-order certificate of the current policy over the
+// rows the run trains.
+func (b *bigram) certify() (*eval.Certificate, error) {
+	return eval.Certify(b.g, b.model.Probs(), b.t.cfg.TrainSource)
 }
 
 // newAgent samples the current table.

@@ -76,6 +76,13 @@ type Config struct {
 	// DistillTraces (distill) is the number of teacher rollouts sampled once
 	// as the training set; 0 trains on the teacher's exact distribution.
 	DistillTraces int `json:"distill_traces"`
+	// TrainSource trains the source row s0 -> f; by default it stays
+	// uniform like the fork-incoming rows (the paper fixes those and treats
+	// every state whose head is the fork alike; the source row is the one
+	// choice it leaves open). Every trainer and model honours it, and the
+	// RLVR trainers converge to the optimum of the setting
+	// (eval.Optimum).
+	TrainSource bool `json:"train_source"`
 }
 
 // Baselines lists the values of Config.Baseline.

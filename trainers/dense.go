@@ -82,7 +82,7 @@ func (d *dense) measure(row *Row) error {
 	return nil
 }
 
-func (d *dense) abcd(*Row)          {}
+func (d *dense) abcd(*Row)         {}
 func (d *dense) estimate() float64 { return math.NaN() }
 
 // The dense bigram pretrains only: it is never sampled or updated from
@@ -94,5 +94,7 @@ func (d *dense) update(*eval.AgentBatch, []int32, []float64) (ratioStats, error)
 	return ratioStats{}, fmt.Errorf("trainers: pretraining takes no sampled updates")
 }
 func (d *dense) newAgent() func() (eval.Agent, error) {
-	return func() (eval.Agent, error) { return nil, fmt.Errorf("trainers: a dense pretrained bigram is not a policy of the graph") }
+	return func() (eval.Agent, error) {
+		return nil, fmt.Errorf("trainers: a dense pretrained bigram is not a policy of the graph")
+	}
 }

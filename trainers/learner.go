@@ -54,10 +54,10 @@ type Setup struct {
 
 // modelSpec is what a model registers.
 type modelSpec struct {
-	kinds    []Kind                              // the trainers it supports
-	why      string                              // why it supports no others
-	defaults func(k Kind, d *Defaults)           // its defaults for trainer k (nil: the package's)
-	validate func(cfg Config, s Setup) error     // model-specific checks (nil: none)
+	kinds    []Kind                                     // the trainers it supports
+	why      string                                     // why it supports no others
+	defaults func(k Kind, d *Defaults)                  // its defaults for trainer k (nil: the package's)
+	validate func(cfg Config, s Setup) error            // model-specific checks (nil: none)
 	build    func(t *Trainer, s Setup) (learner, error) // builds the learner on t (t.cfg, t.g, t.rng set)
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
 // Row is one line of a run's metrics: the policy before the update of step
@@ -24,11 +25,17 @@ type Row struct {
 	// Objective is J = 1 - H_f for rlvr-exact (beta = 1), 1 - beta H_f for
 	// the sampled trainers, the cross-entropy loss for the other trainers.
 	Objective float64 `json:"objective"`
-	// A, B, C, D are a_j, b_j, c_j, d_j averaged over depths and branches.
+	// A, B, C, D are a, b, c, d along the policy's own paths, as the paper
+	// means them: each state's desired probability weighted by its expected
+	// visits (eval.Analysis.VisitABCD), pooled over depths and branches; a
+	// multiedge copy the policy never enters weighs nothing. Depths holds
+	// them per depth (Branch 0; NaN at a depth never visited).
 	A, B, C, D float64
-	// Depths holds a_j..d_j per depth, averaged over the branches that
-	// have that depth (Branch is 0).
-	Depths []eval.ABCDRow `json:"-"`
+	Depths     []eval.ABCDRow `json:"-"`
+	// Copies holds the plain means over every copy, visited or not:
+	// per depth over branches and copies, and its mean over depths.
+	Copies     eval.ABCDRow   `json:"-"`
+	CopyDepths []eval.ABCDRow `json:"-"`
 	// InvalidMass (pretrain) is max_s of the mass on invalid transitions,
 	// BoundRatio max_s of that mass over Theorem 1's bound n_s/(m_s + t),
 	// t = lr * step / |states| the rescaled time (<= 1 when the theorem
@@ -61,17 +68,19 @@ func (t *Trainer) measure() (Row, error) {
 	return row, nil
 }
 
-// setABCD puts a per-depth a/b/c/d table into a row with its means over
-// depths.
-func setABCD(row *Row, depths []eval.ABCDRow) {
-	row.Depths = depths
-	row.A, row.B, row.C, row.D = 0, 0, 0, 0
-	var n float64
-	for _, d := range depths {
-		row.A, row.B, row.C, row.D = row.A+d.A, row.B+d.B, row.C+d.C, row.D+d.D
-		n++
+// setABCD puts a/b/c/d into a row: the visit-weighted depths and mean of
+// an exact analysis, and the per-copy table of the policy probs.
+func setABCD(row *Row, r *eval.Analysis, g *tasks.Graph, probs []float64) {
+	var mean eval.ABCDRow
+	_, row.Depths, mean = r.VisitABCD()
+	row.A, row.B, row.C, row.D = mean.A, mean.B, mean.C, mean.D
+	row.CopyDepths = depthMeans(eval.ABCDTable(g, probs))
+	c := eval.ABCDRow{}
+	for _, d := range row.CopyDepths {
+		c.A, c.B, c.C, c.D = c.A+d.A, c.B+d.B, c.C+d.C, c.D+d.D
 	}
-	row.A, row.B, row.C, row.D = row.A/n, row.B/n, row.C/n, row.D/n
+	n := float64(len(row.CopyDepths))
+	row.Copies = eval.ABCDRow{A: c.A / n, B: c.B / n, C: c.C / n, D: c.D / n}
 }
 
 // depthMeans averages an a/b/c/d table over branches, depth by depth.

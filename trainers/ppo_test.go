@@ -88,7 +88,7 @@ func TestAdvantagesKnownAnswer(t *testing.T) {
 func TestPPOFirstEpochIsREINFORCE(t *testing.T) {
 	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
 	logits := randomLogits(g, 11)
-	m0, _ := graphBigram(g, logits)
+	m0, _ := graphBigram(g, logits, trainedRows(g, false))
 	p := m0.NumParams()
 	adv := make([]float64, p)
 	pos, neg, w := make([]float64, p), make([]float64, p), make([]float64, p)
@@ -107,7 +107,7 @@ func TestPPOFirstEpochIsREINFORCE(t *testing.T) {
 		old[k] = math.Log(probs[e])
 	}
 	grad := func(build func(m *nn.Bigram) (*G.Node, error)) []float64 {
-		m, _ := graphBigram(g, logits)
+		m, _ := graphBigram(g, logits, trainedRows(g, false))
 		cost, err := build(m)
 		if err != nil {
 			t.Fatal(err)

@@ -28,6 +28,12 @@ type Trainer struct {
 	rng   *rand.Rand
 	done  int      // optimiser steps taken
 	smp   *sampled // reinforce and ppo: counters, critic, fork states
+	pred  eval.Predictions
+	// trained[s] is whether state s's row is trained: not the rows the
+	// paper fixes (fork-incoming, leaf-incoming) nor, unless
+	// Config.TrainSource, the source row.
+	trained []bool
+	stop    Stop // why Run returned
 
 	// Supervised lists the backward states whose backward move SFT
 	// supervises (Appendix F).
@@ -53,7 +59,8 @@ func New(cfg Config, g *tasks.Graph, s Setup) (*Trainer, error) {
 	if s.Init != nil && len(s.Init) != len(g.Next) {
 		return nil, fmt.Errorf("trainers: initial logits: %d values for %d valid transitions", len(s.Init), len(g.Next))
 	}
-	t := &Trainer{cfg: cfg, model: s.Model, g: g, an: eval.NewAnalyzer(g)}
+	t := &Trainer{cfg: cfg, model: s.Model, g: g, an: eval.NewAnalyzer(g), pred: eval.Predict(g, cfg.TrainSource)}
+	t.trained = trainedRows(g, cfg.TrainSource)
 	t.pcg = rand.NewPCG(cfg.Seed, 0x6a09e667f3bcc909)
 	t.rng = rand.New(t.pcg)
 	if cfg.Trainer.Sampled() {
@@ -71,14 +78,18 @@ func New(cfg Config, g *tasks.Graph, s Setup) (*Trainer, error) {
 }
 
 // limitOf is the exact hitting time of the policy the run converges to:
-// the RLVR optimum (eval.RLVROptimum) for the RL trainers, the teacher's
-// for distill, the SFT limit with its supervised backward states
-// backtracking for sft, none for pretrain.
+// the exact optimum of the setting (eval.Optimum: over every row it
+// trains) for the RL trainers, the teacher's for distill, the SFT limit
+// with its supervised backward states backtracking for sft, none for
+// pretrain.
 func (t *Trainer) limitOf(teacher []float64) (float64, error) {
 	k := t.cfg.Trainer
 	switch {
 	case k.RL():
-		return eval.Predict(t.g).RLVROptimum, nil
+		if t.pred.RLVROptimum <= 0 {
+			return 0, fmt.Errorf("trainers: no exact optimum for graph %s", t.g.Config.Name())
+		}
+		return t.pred.RLVROptimum, nil
 	case k == SFT && len(t.Supervised) > 0:
 		r, err := t.an.Analyze(eval.PolicySFTLimitSupervised(t.g, t.Supervised))
 		if err != nil {
@@ -86,7 +97,7 @@ func (t *Trainer) limitOf(teacher []float64) (float64, error) {
 		}
 		return r.HittingTime, nil
 	case k == SFT:
-		return eval.Predict(t.g).SFTLimit, nil
+		return t.pred.SFTLimit, nil
 	case k.UsesTeacher():
 		r, err := t.an.Analyze(teacher)
 		if err != nil {
@@ -97,8 +108,41 @@ func (t *Trainer) limitOf(teacher []float64) (float64, error) {
 	return 0, nil
 }
 
+// trainedRows marks the rows a run trains: not the rows the paper fixes
+// (fork-incoming, leaf-incoming) nor, unless source, the source row.
+func trainedRows(g *tasks.Graph, source bool) []bool {
+	trained := make([]bool, g.NumStates())
+	for s := range trained {
+		trained[s] = g.Trained(s) && (s != 0 || source)
+	}
+	return trained
+}
+
 // Config is the resolved configuration.
 func (t *Trainer) Config() Config { return t.cfg }
+
+// Predictions are the paper's predictions on the graph and the exact
+// optimum of the run's setting (eval.Predict).
+func (t *Trainer) Predictions() eval.Predictions { return t.pred }
+
+// Trained reports whether state s's row is trained in this run.
+func (t *Trainer) Trained(s int) bool { return t.trained[s] }
+
+// Stop says why a run ended.
+type Stop string
+
+// The reasons Run returns for.
+const (
+	StopSteps       Stop = "steps"       // the step cap
+	StopUntil       Stop = "until"       // within Config.Until of the limit
+	StopOptimum     Stop = "optimum"     // no progress, at the exact optimum (within optimumTol)
+	StopStationary  Stop = "stationary"  // no progress, at a stationary point above the optimum
+	StopStall       Stop = "stall"       // no progress elsewhere: ErrStalled
+	StopInterrupted Stop = "interrupted" // the context was canceled
+)
+
+// Stop is why the last Run returned ("" before any).
+func (t *Trainer) Stop() Stop { return t.stop }
 
 // Model is the model being trained.
 func (t *Trainer) Model() Model { return t.model }
@@ -129,8 +173,14 @@ type Hooks struct {
 }
 
 // ErrStalled reports a run stopped because its loss stopped improving (see
-// Config.Patience).
+// Config.Patience) away from the optimum of its setting.
 var ErrStalled = errors.New("no progress")
+
+// optimumTol is how close (relative) to the exact optimum a run that stops
+// improving counts as having reached it: sign descent at a fixed step
+// oscillates around an interior optimum (a branch entry's c_{i,1} < 1)
+// within about this of its value.
+const optimumTol = 1e-6
 
 // Run trains until the cap, convergence (Config.Until), a stall
 // (Config.Patience) or cancellation of ctx. A canceled run returns ctx.Err()
@@ -159,14 +209,23 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 			}
 		}
 		if stalled {
+			switch t.stop = t.stallReason(best); t.stop {
+			case StopOptimum, StopStationary:
+				return row, nil
+			}
 			return row, fmt.Errorf("trainers: %w: the hitting time has not improved for %d steps (best %.10g at step %d, now %.10g); "+
 				"with %s at lr %g this is usually a cycle of the discrete updates: try a smaller -lr or another -optimizer",
 				ErrStalled, t.cfg.Patience, best, bestStep, row.HittingTime, t.cfg.Optim.Name, t.cfg.Optim.LR)
 		}
 		if last {
+			t.stop = StopSteps
+			if t.converged(row) {
+				t.stop = StopUntil
+			}
 			return row, nil
 		}
 		if err := ctx.Err(); err != nil {
+			t.stop = StopInterrupted
 			return row, err
 		}
 		if err := t.Step(); err != nil {
@@ -178,6 +237,32 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 			}
 		}
 	}
+}
+
+// stallReason classifies a run that stopped improving: at the exact
+// optimum of its setting (its best hitting time within optimumTol of it),
+// at a stationary point above it (the exact gradient over every trained
+// logit below stationaryTol relative to H_f: the symmetric point that
+// exact RLVR keeps when the source row is trained is one), or a stall.
+func (t *Trainer) stallReason(best float64) Stop {
+	if t.limit > 0 && best <= t.limit*(1+optimumTol) {
+		return StopOptimum
+	}
+	if c, ok := t.l.(certifier); ok {
+		if cert, err := c.certify(); err == nil && cert.Gradient <= stationaryTol {
+			return StopStationary
+		}
+	}
+	return StopStall
+}
+
+// stationaryTol bounds the relative gradient of a stationary point.
+const stationaryTol = 1e-6
+
+// certifier is a learner with an exact first-order certificate of its
+// current policy (a Markov policy).
+type certifier interface {
+	certify() (*eval.Certificate, error)
 }
 
 // Converged reports whether a row meets the run's stop rule (Config.Until).
@@ -192,6 +277,8 @@ func (t *Trainer) Converged(r Row) bool { return t.converged(r) }
 func (t *Trainer) converged(r Row) bool {
 	until := t.cfg.Until
 	switch {
+	case t.stop == StopOptimum:
+		return true
 	case until == 0:
 		return false
 	case t.cfg.Trainer.Dense():

@@ -136,7 +136,7 @@ func newTransformer(t *Trainer, s Setup) (*transformer, error) {
 	if init == nil {
 		init = make([]float64, len(g.Next))
 	}
-	startBigram, err := graphBigram(g, init)
+	startBigram, err := graphBigram(g, init, t.trained)
 	if err != nil {
 		return nil, err
 	}

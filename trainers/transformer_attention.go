@@ -40,7 +40,7 @@ func (t *Trainer) Attention(n int, seed uint64) (AttentionStats, error) {
 			if err != nil {
 				return st, err
 			}
-			if t.g.Trained(s) {
+			if t.trained[s] {
 				w := a.s.Attention()
 				st.OffCurrent += 1 - w[len(w)-1]
 				if l.opts.Prompt {

@@ -38,7 +38,7 @@ func (a *agent) Next(s int, rng *rand.Rand) (int, float64, error) {
 		return 0, 0, err
 	}
 	lo, u := g.Offsets[s], rng.Float64()
-	if !g.Trained(s) {
+	if !a.l.t.trained[s] {
 		e := lo + eval.Draw(a.l.ref[lo:g.Offsets[s+1]], u)
 		return e, math.Log(a.l.ref[e]), nil
 	}
@@ -88,7 +88,7 @@ func (l *transformer) pass(seqs []tokenSeq, first []int, wins []window, fill fun
 		}
 		for r, w := range part {
 			for p := w.train; p < w.to; p++ {
-				if t.g.Trained(seqs[w.seq].tokens[p]) {
+				if t.trained[seqs[w.seq].tokens[p]] {
 					fill(r*l.rowT+p-w.from, first[w.seq]+p)
 				}
 			}
@@ -194,7 +194,7 @@ func (l *transformer) ratios(seqs []tokenSeq, ab *eval.AgentBatch) (ratioStats, 
 			if err != nil {
 				return rs, fmt.Errorf("trainers: step %d: %w", t.done, err)
 			}
-			if t.g.Trained(x) {
+			if t.trained[x] {
 				tok := ab.Starts[i] + p
 				rs.add(math.Exp(logp[int(ab.Entries[tok])-t.g.Offsets[x]]-ab.LogProbs[tok]), t.cfg.Clip)
 			}

@@ -38,7 +38,7 @@ func TestTransformerStartsAtBigram(t *testing.T) {
 		}
 	}
 	for _, init := range [][]float64{nil, random} {
-		bg, err := graphBigram(g, init)
+		bg, err := graphBigram(g, init, trainedRows(g, false))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestTransformerWindowsGradient(t *testing.T) {
 		for i, seq := range seqs {
 			for p := 0; p+1 < len(seq.tokens); p++ {
 				s, e := seq.tokens[p], int(b.Entries[b.Starts[i]+p])
-				if !g.Trained(s) {
+				if !tr.Trained(s) {
 					continue
 				}
 				for k := g.Offsets[s]; k < g.Offsets[s+1]; k++ {

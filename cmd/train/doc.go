@@ -47,15 +47,22 @@
 //	-lr X                  learning rate (default: see below)
 //	-steps N               step cap (default 20000)
 //	-until X               stop within this relative distance of the limit hitting
-//	                       time (the exact optimum of RLVR, the teacher's for
-//	                       distill, the SFT limit for sft; pretrain: once no state
-//	                       puts more than X on invalid transitions) (default 0.001;
-//	                       0 runs all steps)
+//	                       time (for RLVR the exact optimum of the setting, over
+//	                       every row it trains; the teacher's for distill, the SFT
+//	                       limit for sft; pretrain: once no state puts more than X
+//	                       on invalid transitions) (default 0.001; 0 runs until the
+//	                       step cap or until no progress)
+//	-train-source          train the source row s0 -> f too (default: it stays
+//	                       uniform like the fork-incoming rows the paper fixes); the
+//	                       RLVR optimum is then lower (it enters one branch first)
 //	-seed N                seed of every random choice (default 1)
 //	-patience N            rlvr-exact: stop when the hitting time has not improved for N steps
-//	                       (default 1000; 0: never): sign descent at a fixed lr can
-//	                       lock into a cycle (W=15, K=30, L=5 at lr 0.01 does;
-//	                       lr 0.001 converges)
+//	                       (default 1000; 0: never). At the exact optimum of the
+//	                       setting that is success (stop_reason optimum), at another
+//	                       stationary point too (stationary); elsewhere it is a
+//	                       stall, exit 1: sign descent at a fixed lr can lock into a
+//	                       cycle (W=15, K=30, L=5 at lr 0.01 does; lr 0.001
+//	                       converges)
 //	-log-every N           metrics row every N steps (default 10)
 //	-supervised-backward P sft: also supervise a fraction P of backward states
 //	-distill-traces N      distill: N sampled teacher traces (0: exact teacher)
@@ -118,8 +125,10 @@
 //
 //	A run folder holds config.json, vocab.txt (the token names; its header says
 //	which ids are the model's rows), metrics.csv (step, hitting_time, objective,
-//	mean a, b, c, d, and for pretrain invalid_mass, bound_ratio; batch statistics
-//	for sampled RLVR; the Monte Carlo interval for a transformer; wall_seconds), abcd.csv (step, depth, a, b, c, d), checkpoint.bin, and when
+//	mean a, b, c, d weighted by visits, and for pretrain invalid_mass, bound_ratio;
+//	batch statistics for sampled RLVR; the Monte Carlo interval for a transformer;
+//	wall_seconds), abcd.csv (step, depth, a, b, c, d weighted by visits, then the
+//	same per copy), checkpoint.bin, and when
 //	the run completes hitting_time.png and abcd.png (pretrain: invalid_mass.png)
 //	and summary.json (written last).
 //	SIGINT or SIGTERM writes a checkpoint and exits 130 or 143 with the command
@@ -128,8 +137,13 @@
 // train eval flags:
 //
 //	-policy NAME           pretrained | sft-limit | rlvr-limit (default pretrained)
-//	-checkpoint DIR        evaluate the bigram checkpointed in a run folder
-//	-json                  one JSON object: hitting_time, per_target, abcd, theory,
+//	-checkpoint DIR        evaluate the bigram checkpointed in a run folder (its graph
+//	                       and setting come from it)
+//	-train-source          the RLVR optimum of the setting with the source row trained
+//	                       (default: frozen)
+//	-json                  one JSON object: hitting_time, per_target, abcd (per copy),
+//	                       abcd_visits (weighted by visits), theory (with the
+//	                       setting's rlvr_optimum, its policy and certificate),
 //	                       states (and mc_* keys with -mc)
 //	-mc N                  also run N seeded Monte Carlo rollouts (refused without
 //	                       -horizon when they would take hours)

@@ -17,17 +17,23 @@ import (
 
 // evalReport is what train eval prints, as text or as one JSON object.
 type evalReport struct {
-	Graph       string           `json:"graph"`
-	Policy      string           `json:"policy"`
-	States      int              `json:"states"`
-	Transitions int              `json:"transitions"`
-	HittingTime float64          `json:"hitting_time"`
-	PerTarget   []float64        `json:"per_target"`
-	ABCD        []eval.ABCDRow   `json:"abcd"`
-	Entry       []float64        `json:"entry"` // pi(f -> u_{i,1,l} | s0 -> f), branch by branch
-	Theory      eval.Predictions `json:"theory"`
-	MC          *eval.MCResult   `json:"-"`
-	SearchAgent bool             `json:"search_agent"` // the mc_* keys describe the search agent's rollouts
+	Graph       string    `json:"graph"`
+	Policy      string    `json:"policy"`
+	States      int       `json:"states"`
+	Transitions int       `json:"transitions"`
+	HittingTime float64   `json:"hitting_time"`
+	PerTarget   []float64 `json:"per_target"`
+	// ABCD is a, b, c, d per branch and depth as plain means over every
+	// multiedge copy, visited or not; ABCDVisits weights each copy by its
+	// expected visits (the paper's, along the policy's own paths), and
+	// ABCDVisitsMean pools them over every branch and depth.
+	ABCD           []eval.ABCDRow   `json:"abcd"`
+	ABCDVisits     []eval.ABCDRow   `json:"abcd_visits"`
+	ABCDVisitsMean eval.ABCDRow     `json:"abcd_visits_mean"`
+	Entry          []float64        `json:"entry"` // pi(f -> u_{i,1,l} | s0 -> f), branch by branch
+	Theory         eval.Predictions `json:"theory"`
+	MC             *eval.MCResult   `json:"-"`
+	SearchAgent    bool             `json:"search_agent"` // the mc_* keys describe the search agent's rollouts
 }
 
 func runEval(args []string, stdout, stderr io.Writer) error {
@@ -40,14 +46,15 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	horizon := fs.Int("horizon", 0, "Monte Carlo horizon in transitions (0: none)")
 	seed := fs.Uint64("seed", 1, "Monte Carlo seed")
 	search := fs.Bool("search-agent", false, "with -mc: the rollouts are the Corollary's search agent's (never re-enters a used edge state; each refusal costs a step)")
-	ckpt := fs.String("checkpoint", "", "evaluate the model checkpointed in this run folder (its graph comes from the checkpoint)")
+	ckpt := fs.String("checkpoint", "", "evaluate the model checkpointed in this run folder (its graph and setting come from the checkpoint)")
+	trainSource := fs.Bool("train-source", false, "the optimum of the setting in which RLVR trains the source row s0 -> f (default: it stays uniform)")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *ckpt != "" && (set["W"] || set["K"] || set["L"] || set["branches"] || set["policy"]) {
-		return usagef("eval: -checkpoint takes its graph and policy from the run folder: drop -W, -K, -L, -branches and -policy")
+	if *ckpt != "" && (set["W"] || set["K"] || set["L"] || set["branches"] || set["policy"] || set["train-source"]) {
+		return usagef("eval: -checkpoint takes its graph, policy and setting from the run folder: drop -W, -K, -L, -branches, -policy and -train-source")
 	}
 	cfg, err := gf.config(fs)
 	if err != nil {
@@ -68,9 +75,11 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	var g *tasks.Graph
 	var probs []float64
 	if *ckpt != "" {
-		if g, probs, err = runs.LoadBigram(*ckpt, nil); err != nil {
+		b, err := runs.LoadBigram(*ckpt, nil)
+		if err != nil {
 			return usagef("eval: -checkpoint %s: %v", *ckpt, err)
 		}
+		g, probs, *trainSource = b.Graph, b.Probs, b.Config.Train.TrainSource
 		*policy = "checkpoint " + *ckpt
 	} else {
 		if g, err = tasks.New(cfg); err != nil {
@@ -80,7 +89,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	rep, err := analysePolicy(g, probs, *policy)
+	rep, err := analysePolicy(g, probs, *policy, *trainSource)
 	if err != nil {
 		return err
 	}
@@ -114,18 +123,20 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 }
 
 // analysePolicy runs the exact analysis of a Markov policy on g.
-func analysePolicy(g *tasks.Graph, probs []float64, name string) (*evalReport, error) {
+func analysePolicy(g *tasks.Graph, probs []float64, name string, trainSource bool) (*evalReport, error) {
 	res, err := eval.NewAnalyzer(g).Analyze(probs)
 	if err != nil {
 		return nil, err
 	}
-	return &evalReport{
+	rep := &evalReport{
 		Graph: g.Config.Name(), Policy: name,
 		States: g.NumStates(), Transitions: len(g.Next),
 		HittingTime: res.HittingTime, PerTarget: res.PerTarget,
-		ABCD: eval.ABCDTable(g, probs), Theory: eval.Predict(g),
+		ABCD: eval.ABCDTable(g, probs), Theory: eval.Predict(g, trainSource),
 		Entry: append([]float64(nil), probs[g.Offsets[0]:g.Offsets[1]]...),
-	}, nil
+	}
+	rep.ABCDVisits, _, rep.ABCDVisitsMean = res.VisitABCD()
+	return rep, nil
 }
 
 // writeJSON prints the report as one JSON object, Monte Carlo keys inline.
@@ -188,24 +199,40 @@ func writeText(w io.Writer, rep *evalReport) error {
 	th := rep.Theory
 	fmt.Fprintln(w, "theory:")
 	if th.H0 > 0 {
-		fmt.Fprintf(w, "  H_0 (pretrained, Appendix B)              %s\n", num(th.H0))
+		fmt.Fprintf(w, "  %-44s %s\n", "H_0 (pretrained, Appendix B)", num(th.H0))
 	}
-	fmt.Fprintf(w, "  sft-limit (Appendix D recursion)          %s\n", num(th.SFTLimit))
-	fmt.Fprintf(w, "  rlvr-limit (exact, uniform entry)         %s\n", num(th.RLVRLimit))
+	fmt.Fprintf(w, "  %-44s %s\n", "sft-limit (Appendix D recursion)", num(th.SFTLimit))
+	fmt.Fprintf(w, "  %-44s %s\n", "rlvr-limit (exact, a=b=c=d=1, uniform entry)", num(th.RLVRLimit))
+	fmt.Fprintf(w, "  %-44s %s\n", "rlvr-limit leading term 4 sum_i k_i", num(th.RLVRLeading))
+	setting := map[bool]string{false: "source row frozen (uniform)", true: "source row trained"}[th.TrainSource]
+	fmt.Fprintf(w, "  rlvr optimum, %s: %s (other setting: %s)\n", setting, num(th.RLVROptimum),
+		num(map[bool]float64{false: th.RLVROptimumSourceTrained, true: th.RLVROptimumSourceFrozen}[th.TrainSource]))
+	first := "uniform"
 	if th.FirstBranch > 0 {
-		fmt.Fprintf(w, "  rlvr optimum (entering branch %d first)    %s\n", th.FirstBranch, num(th.RLVROptimum))
+		first = fmt.Sprintf("enters branch %d first", th.FirstBranch)
 	}
-	fmt.Fprintf(w, "  rlvr-limit leading term 4 sum_i k_i       %s\n", num(th.RLVRLeading))
-	rows, note := rep.ABCD, ""
-	if identicalBranches(rows) {
-		rows, note = rows[:depthOf(rows)], " (every branch alike: branch 1 shown)"
+	fmt.Fprintf(w, "    its policy: source %s; entries c_{i,1} %s; every other desired probability 1\n", first, runs.FormatProbs(th.RLVROptimumEntry))
+	if c := th.RLVROptimumCertificate; c != nil {
+		fmt.Fprintf(w, "    certificate (exact gradient over every trained logit, relative to H_f): largest |dH/dtheta| %.2g, smallest outward margin %.3g at %s",
+			c.Gradient, c.Margin, c.MarginAt)
+		if c.FaceVertices > 0 {
+			fmt.Fprintf(w, "; %d source vertices, margin %.3g", c.FaceVertices, c.FaceMargin)
+		}
+		fmt.Fprintf(w, ": %s\n", map[bool]string{true: "holds", false: "FAILS"}[th.Certified])
 	}
-	fmt.Fprintf(w, "a/b/c/d by depth%s:\n", note)
+	rows, visits, note := rep.ABCD, rep.ABCDVisits, ""
+	if identicalBranches(rows) && identicalBranches(visits) {
+		rows, visits, note = rows[:depthOf(rows)], visits[:depthOf(rows)], " (every branch alike: branch 1 shown)"
+	}
+	fmt.Fprintf(w, "a/b/c/d by depth%s, weighted by visits (the paper's, along the policy's paths), then per copy (a plain mean over every multiedge copy, visited or not):\n", note)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "branch\tdepth\ta\tb\tc\td\t")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%d\t%.6f\t%.6f\t%.6f\t%.6f\t\n", r.Branch, r.Depth, r.A, r.B, r.C, r.D)
+	fmt.Fprintln(tw, "branch\tdepth\ta\tb\tc\td\ta per copy\tb per copy\tc per copy\td per copy\t")
+	for i, r := range rows {
+		v := visits[i]
+		fmt.Fprintf(tw, "%d\t%d\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t\n", r.Branch, r.Depth, v.A, v.B, v.C, v.D, r.A, r.B, r.C, r.D)
 	}
+	m := rep.ABCDVisitsMean
+	fmt.Fprintf(tw, "mean\t\t%.6f\t%.6f\t%.6f\t%.6f\t\t\t\t\t\n", m.A, m.B, m.C, m.D)
 	return tw.Flush()
 }
 

@@ -67,3 +67,53 @@ func TestBadInputExits2(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalOptimum: train eval -json reports each setting's exact optimum
+// of RLVR (the issue's numbers, to 1e-7 relative) with its policy and a
+// certificate that holds.
+func TestEvalOptimum(t *testing.T) {
+	for _, tc := range []struct {
+		graph  []string
+		source bool
+		want   float64
+		first  float64
+	}{
+		{[]string{"-W", "5", "-K", "5", "-L", "3"}, true, 97, 1},
+		{[]string{"-W", "5", "-K", "5", "-L", "3"}, false, 99, 0},
+		{[]string{"-W", "15", "-K", "15", "-L", "5"}, true, 729 + 8*math.Sqrt(406), 1},
+		{[]string{"-W", "15", "-K", "15", "-L", "5"}, false, 899, 0},
+		{[]string{"-branches", "5,4,4;5,3,4,5,2;1,2,2,5,5,1,3;5,1,4,1,3,5,2,2,2;4,2,5,3,3,3,3,3,3,5,5"}, true, 118.7112489, 1},
+		{[]string{"-branches", "2,3,1,2;4,1;1,1,3,2,5,2"}, true, 37, 2},
+		{[]string{"-branches", "2,2,3;5,1;4,4,4,4"}, true, 31, 2},
+	} {
+		args := append([]string{"eval", "-json"}, tc.graph...)
+		if tc.source {
+			args = append(args, "-train-source")
+		}
+		code, out, errs := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		var obj struct {
+			Theory struct {
+				Optimum   float64   `json:"rlvr_optimum"`
+				Source    bool      `json:"train_source"`
+				First     float64   `json:"rlvr_optimum_first_branch"`
+				Entry     []float64 `json:"rlvr_optimum_entry"`
+				Certified bool      `json:"rlvr_optimum_certified"`
+				Cert      struct {
+					Gradient float64 `json:"gradient"`
+					Margin   float64 `json:"margin"`
+				} `json:"rlvr_optimum_certificate"`
+			} `json:"theory"`
+		}
+		if err := json.Unmarshal([]byte(out), &obj); err != nil {
+			t.Fatal(err)
+		}
+		th := obj.Theory
+		if math.Abs(th.Optimum-tc.want) > 1e-7*tc.want || th.Source != tc.source || th.First != tc.first || !th.Certified ||
+			th.Cert.Gradient > 1e-9 || th.Cert.Margin < 0 || len(th.Entry) == 0 {
+			t.Errorf("%v: theory %+v, want optimum %.10g entering branch %v, certified", args, th, tc.want, tc.first)
+		}
+	}
+}

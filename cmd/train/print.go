@@ -43,7 +43,24 @@ func printSummary(w io.Writer, s runs.Summary) {
 		final = fmt.Sprintf(">= %s (%.1f%% hit)", final, 100*(*s.FinalSuccessRate))
 	}
 	fmt.Fprintf(w, "  %-28s %14s   %s\n", "final hitting time", final, lim)
+	if s.Trainer.RL() {
+		th := s.Theory
+		first := ""
+		if th.FirstBranch > 0 {
+			first = fmt.Sprintf(", entering branch %d first", th.FirstBranch)
+		}
+		fmt.Fprintf(w, "  %-28s %14s   %s (%s; uniform-entry limit %s)\n", "", "", "the exact optimum of the setting"+first,
+			map[bool]string{false: "source row frozen", true: "source row trained"}[th.TrainSource], num(th.RLVRLimit))
+	}
 	if a := s.FinalABCD; a != nil {
-		fmt.Fprintf(w, "  %-28s %14s\n", "final mean a, b, c, d", fmt.Sprintf("%.4f %.4f %.4f %.4f", a[0], a[1], a[2], a[3]))
+		c := s.FinalABCDPerCopy
+		fmt.Fprintf(w, "  %-28s %14s   per copy: %.4f %.4f %.4f %.4f\n", "final mean a, b, c, d",
+			fmt.Sprintf("%.4f %.4f %.4f %.4f", val(a[0]), val(a[1]), val(a[2]), val(a[3])), val(c[0]), val(c[1]), val(c[2]), val(c[3]))
+	}
+	switch s.StopReason {
+	case "optimum":
+		fmt.Fprintf(w, "  stopped: no further progress at the exact optimum of the setting (within 1e-6)\n")
+	case "stationary":
+		fmt.Fprintf(w, "  stopped: no further progress at a stationary point (exact gradient ~0) above the optimum\n")
 	}
 }

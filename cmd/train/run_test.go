@@ -214,3 +214,32 @@ func TestConfigFileAndFlagsResolveAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestRunStopsAtOptimum: with -until 0, exact RLVR that reaches the exact
+// optimum of its setting and stops improving ends with exit 0 and says so;
+// on a homogeneous graph with the source row trained it stops at the
+// symmetric stationary point, above that setting's optimum, and says that.
+func TestRunStopsAtOptimum(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		reason string
+		final  float64
+	}{
+		{[]string{"-branches", "2,3,1,2;4,1;1,1,3,2,5,2", "-train-source"}, "optimum", 37},
+		{[]string{"-W", "3", "-K", "3", "-L", "2", "-train-source"}, "stationary", 35},
+	} {
+		dir := filepath.Join(t.TempDir(), "run")
+		args := append(append([]string{"run", "-until", "0", "-out", dir}, tc.args...))
+		code, out, errs := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		s := readJSON(t, filepath.Join(dir, "summary.json"))
+		if s["stop_reason"] != tc.reason || s["stalled"] != false || math.Abs(s["final_hitting_time"].(float64)-tc.final) > 1e-6*tc.final {
+			t.Errorf("%v: stop_reason %v, stalled %v, final %v; want %s at %v", args, s["stop_reason"], s["stalled"], s["final_hitting_time"], tc.reason, tc.final)
+		}
+		if !strings.Contains(out, "stopped: no further progress") {
+			t.Errorf("%v: the closing lines do not say why the run stopped:\n%s", args, out)
+		}
+	}
+}

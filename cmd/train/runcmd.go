@@ -117,6 +117,7 @@ func registerRun(fs *flag.FlagSet, rc *runs.Config, gf *graphFlags, tf *trainers
 	fs.IntVar(&t.LogEvery, "log-every", t.LogEvery, "metrics row every N steps")
 	fs.Float64Var(&t.SupervisedBackward, "supervised-backward", t.SupervisedBackward, "sft: fraction of backward states also supervised (Appendix F)")
 	fs.IntVar(&t.DistillTraces, "distill-traces", t.DistillTraces, "distill: sampled teacher traces (0: exact teacher distribution)")
+	fs.BoolVar(&t.TrainSource, "train-source", t.TrainSource, "train the source row s0 -> f (default: it stays uniform like the fork-incoming rows)")
 	fs.IntVar(&t.Rollouts, "rollouts", t.Rollouts, "reinforce, ppo: rollouts per step (default: the model's, see the manual)")
 	fs.Float64Var(&t.Beta, "beta", t.Beta, "reinforce, ppo: length penalty beta in the reward 1{hit} - beta |y|")
 	fs.Float64Var(&t.HorizonFactor, "horizon-factor", t.HorizonFactor, "reinforce, ppo: rollout horizon as a multiple of the current hitting time")
