@@ -229,7 +229,7 @@ func TestRunStopsAtOptimum(t *testing.T) {
 		{[]string{"-W", "3", "-K", "3", "-L", "2", "-train-source"}, "stationary", 35},
 	} {
 		dir := filepath.Join(t.TempDir(), "run")
-		args := append(append([]string{"run", "-until", "0", "-out", dir}, tc.args...))
+		args := append([]string{"run", "-until", "0", "-out", dir}, tc.args...)
 		code, out, errs := runCLI(t, args...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errs)
