@@ -60,6 +60,11 @@ type TransformerOptions struct {
 	// hitting time of each metrics row (the transformer is not Markov, so
 	// there is no exact analysis).
 	EvalRollouts int `json:"eval_rollouts"`
+	// TrainTokens bounds the trained positions of an update: when an
+	// epoch's windows hold more, each minibatch trains on a uniform random
+	// subset of its windows weighted by the inverse sampling rate, an
+	// unbiased estimate of the full gradient (subsample); 0: every window.
+	TrainTokens int `json:"train_tokens"`
 }
 
 // DefaultTransformerOptions returns one head, a window of 8 tokens with
@@ -82,6 +87,9 @@ func (o TransformerOptions) Validate() error {
 	}
 	if o.EvalRollouts < 2 {
 		return fmt.Errorf("trainers: transformer eval_rollouts %d: want >= 2", o.EvalRollouts)
+	}
+	if o.TrainTokens < 0 {
+		return fmt.Errorf("trainers: transformer train_tokens %d: want >= 0 (0: train every sampled token)", o.TrainTokens)
 	}
 	return nil
 }

@@ -86,11 +86,23 @@ func (l *transformer) pass(seqs []tokenSeq, first []int, wins []window, fill fun
 				clear(v.data())
 			}
 		}
+		_, _, slots := l.fw.Shape()
 		for r, w := range part {
 			for p := w.train; p < w.to; p++ {
 				if t.trained[seqs[w.seq].tokens[p]] {
 					fill(r*l.rowT+p-w.from, first[w.seq]+p)
 				}
+			}
+			if w.weight == 1 {
+				continue
+			}
+			for _, v := range []vec{l.w, l.advPos, l.advNeg} { // per position
+				if v.node != nil {
+					scaleRange(v.data()[r*l.rowT:(r+1)*l.rowT], w.weight)
+				}
+			}
+			if l.share.node != nil { // per slot
+				scaleRange(l.share.data()[r*l.rowT*slots:(r+1)*l.rowT*slots], w.weight)
 			}
 		}
 		for _, v := range consts {
@@ -120,8 +132,24 @@ func (l *transformer) pass(seqs []tokenSeq, first []int, wins []window, fill fun
 	return total, nil
 }
 
+// scaleRange multiplies x by c.
+func scaleRange(x []float64, c float64) {
+	for i := range x {
+		x[i] *= c
+	}
+}
+
+// budget subsamples a minibatch's windows to the transformer's trained-token
+// budget per update (TransformerOptions.TrainTokens, shared by the m
+// minibatches of an epoch), seeded by the step, the epoch and the
+// minibatch, so a resumed run draws the same subsets.
+func (l *transformer) budget(wins []window, m, epoch, mb int) []window {
+	rng := rand.New(rand.NewPCG(l.t.stepSeed()^0x3243f6a8885a308d, uint64(epoch)<<32|uint64(mb)))
+	return subsample(wins, l.opts.TrainTokens/m, rng)
+}
+
 // update is the REINFORCE update or PPO's epochs over minibatches of
-// windows.
+// windows (each subsampled to the budget).
 func (l *transformer) update(ab *eval.AgentBatch, _ []int32, adv []float64) (ratioStats, error) {
 	cfg := l.t.cfg
 	seqs, err := l.sequences(&ab.Batch)
@@ -133,8 +161,8 @@ func (l *transformer) update(ab *eval.AgentBatch, _ []int32, adv []float64) (rat
 	for i := range seqs {
 		mini[i%m] = append(mini[i%m], i)
 	}
-	for range epochs {
-		for _, rs := range mini {
+	for epoch := range epochs {
+		for mb, rs := range mini {
 			n := 0.0
 			var lensOf []int
 			for _, i := range rs {
@@ -145,6 +173,7 @@ func (l *transformer) update(ab *eval.AgentBatch, _ []int32, adv []float64) (rat
 			for k := range wins {
 				wins[k].seq = rs[wins[k].seq]
 			}
+			wins = l.budget(wins, m, epoch, mb)
 			var fill func(pos, item int)
 			if cfg.Trainer == Reinforce {
 				fill = func(pos, item int) { l.w.data()[pos] = -adv[item] / n }
@@ -250,7 +279,7 @@ func (l *transformer) crossEntropyStep() error {
 		first[i], lens[i] = int(n), len(s.tokens)
 		n += float64(len(s.tokens) - 1)
 	}
-	wins := cutWindows(lens, l.opts.Stride, l.opts.Context)
+	wins := l.budget(cutWindows(lens, l.opts.Stride, l.opts.Context), 1, 0, 0)
 	loss, err := l.pass(seqs, first, wins, func(pos, item int) { l.w.data()[pos] = -1 / n })
 	if err != nil {
 		return err

@@ -284,3 +284,85 @@ func ppoConfig() Config {
 	cfg.Trainer = PPO
 	return cfg
 }
+
+// TestSubsampledGradientIsUnbiased: training on a random subset of a
+// batch's windows, weighted by the inverse sampling rate (subsample, the
+// -train-tokens budget), gives on average the gradient of the whole batch:
+// the mean of 400 subsampled SGD steps is within 4 standard errors of the
+// full step.
+func TestSubsampledGradientIsUnbiased(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	cfg := DefaultConfig()
+	cfg.Trainer, cfg.Optim = SFT, nn.OptimConfig{Name: "sgd", LR: 1}
+	opts := TransformerOptions{Heads: 1, Context: 3, Positional: "learned", Stride: 4, Windows: 8, EvalRollouts: 2}
+	tr := newTrainer(t, cfg, opts, g, nil)
+	tf := tr.l.(*transformer)
+	b, err := eval.AgentRollouts(g, tf.newAgent(), 12, 80, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs, err := tf.sequences(&b.Batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lens := make([]int, len(seqs))
+	for i, s := range seqs {
+		lens[i] = len(s.tokens)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	w := make([]float64, b.Tokens())
+	for i := range w {
+		w[i] = rng.NormFloat64()
+	}
+	flat := func() []float64 {
+		var out []float64
+		for _, p := range tf.tr.ParamValues() {
+			out = append(out, p...)
+		}
+		return out
+	}
+	start := tf.tr.ParamValues()
+	step := func(wins []window) []float64 { // the SGD step at lr 1: minus the gradient
+		before := flat()
+		if _, err := tf.pass(seqs, b.Starts, wins, func(pos, item int) { tf.w.data()[pos] = w[item] }); err != nil {
+			t.Fatal(err)
+		}
+		after := flat()
+		if err := tf.tr.SetParamValues(start); err != nil {
+			t.Fatal(err)
+		}
+		for i := range after {
+			after[i] -= before[i]
+		}
+		return after
+	}
+	all := cutWindows(lens, opts.Stride, opts.Context)
+	full := step(all)
+	total := 0
+	for _, win := range all {
+		total += win.to - win.train
+	}
+	mean, sq := make([]float64, len(full)), make([]float64, len(full))
+	const draws = 400
+	for d := range draws {
+		part := subsample(all, total/4, rand.New(rand.NewPCG(11, uint64(d))))
+		if len(part) >= len(all) {
+			t.Fatalf("a budget of a quarter kept %d of %d windows", len(part), len(all))
+		}
+		for i, x := range step(part) {
+			mean[i] += x / draws
+			sq[i] += x * x / draws
+		}
+	}
+	var diff, se2, norm float64
+	for i := range full {
+		diff += (mean[i] - full[i]) * (mean[i] - full[i])
+		se2 += (sq[i] - mean[i]*mean[i]) / (draws - 1)
+		norm += full[i] * full[i]
+	}
+	diff, se, norm := math.Sqrt(diff), math.Sqrt(se2), math.Sqrt(norm)
+	if diff > 4*se || se > 0.2*norm || norm == 0 {
+		t.Errorf("mean of %d subsampled steps is %.3g from the full step (norm %.3g), standard error %.3g", draws, diff, norm, se)
+	}
+	t.Logf("|mean - full| = %.3g, standard error %.3g, |full| = %.3g", diff, se, norm)
+}
