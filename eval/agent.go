@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -33,16 +34,16 @@ type AgentBatch struct {
 // seeded by (seed, i), so the batch does not depend on the number of
 // cores. A rollout stops at its target or after horizon transitions
 // (horizon must be >= 1: an agent may never reach its target).
-func AgentRollouts(g *tasks.Graph, newAgent func() (Agent, error), n, horizon int, seed uint64) (*AgentBatch, error) {
+func AgentRollouts(ctx context.Context, g *tasks.Graph, newAgent func() (Agent, error), n, horizon int, seed uint64) (*AgentBatch, error) {
 	if n < 1 || horizon < 1 {
 		return nil, fmt.Errorf("eval: agent rollouts: n %d, horizon %d: want both >= 1", n, horizon)
 	}
 	entries, logp := make([][]int32, n), make([][]float64, n)
 	b := &AgentBatch{Batch: Batch{Targets: make([]int, n), Hit: make([]bool, n)}}
-	err := eachRollout(n, seed, newAgent, func(i int, a Agent, rng *rand.Rand) error {
+	err := eachRollout(ctx, n, seed, newAgent, func(i int, a Agent, rng *rand.Rand) error {
 		b.Targets[i] = 1 + rng.IntN(g.W())
 		var err error
-		entries[i], logp[i], b.Hit[i], err = agentRollout(g, a, b.Targets[i], horizon, rng, nil, nil)
+		entries[i], logp[i], b.Hit[i], err = agentRollout(ctx, g, a, b.Targets[i], horizon, rng, nil, nil)
 		return err
 	})
 	if err != nil {
@@ -55,7 +56,7 @@ func AgentRollouts(g *tasks.Graph, newAgent func() (Agent, error), n, horizon in
 
 // AgentMonteCarlo runs n seeded agent rollouts with uniform targets and
 // horizon >= 1, as Sampler.MonteCarlo does for a Markov policy.
-func AgentMonteCarlo(g *tasks.Graph, newAgent func() (Agent, error), n, horizon int, seed uint64) (MCResult, error) {
+func AgentMonteCarlo(ctx context.Context, g *tasks.Graph, newAgent func() (Agent, error), n, horizon int, seed uint64) (MCResult, error) {
 	if n < 2 {
 		return MCResult{}, fmt.Errorf("eval: mc=%d: want at least 2 rollouts", n)
 	}
@@ -63,8 +64,8 @@ func AgentMonteCarlo(g *tasks.Graph, newAgent func() (Agent, error), n, horizon 
 		return MCResult{}, fmt.Errorf("eval: agent monte carlo: horizon %d: want >= 1", horizon)
 	}
 	lens, hits := make([]int, n), make([]bool, n)
-	err := eachRollout(n, seed, newAgent, func(i int, a Agent, rng *rand.Rand) error {
-		entries, _, hit, err := agentRollout(g, a, 1+rng.IntN(g.W()), horizon, rng, nil, nil)
+	err := eachRollout(ctx, n, seed, newAgent, func(i int, a Agent, rng *rand.Rand) error {
+		entries, _, hit, err := agentRollout(ctx, g, a, 1+rng.IntN(g.W()), horizon, rng, nil, nil)
 		lens[i], hits[i] = len(entries), hit
 		return err
 	})
@@ -76,12 +77,15 @@ func AgentMonteCarlo(g *tasks.Graph, newAgent func() (Agent, error), n, horizon 
 
 // agentRollout runs one rollout of a toward target, appending the entries
 // taken and their log-probabilities to the buffers.
-func agentRollout(g *tasks.Graph, a Agent, target, horizon int, rng *rand.Rand, entries []int32, logp []float64) ([]int32, []float64, bool, error) {
+func agentRollout(ctx context.Context, g *tasks.Graph, a Agent, target, horizon int, rng *rand.Rand, entries []int32, logp []float64) ([]int32, []float64, bool, error) {
 	if err := a.Start(target); err != nil {
 		return entries, logp, false, err
 	}
 	s := 0
 	for len(entries) < horizon {
+		if len(entries)%checkEvery == checkEvery-1 && ctx.Err() != nil {
+			return entries, logp, false, ctx.Err()
+		}
 		e, lp, err := a.Next(s, rng)
 		if err != nil {
 			return entries, logp, false, err

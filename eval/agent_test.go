@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -24,14 +25,14 @@ func TestAgentMonteCarloAgrees(t *testing.T) {
 			}
 			exact := analyze(t, g, p).HittingTime
 			newAgent := func() (Agent, error) { return NewMarkovAgent(g, p) }
-			mc, err := AgentMonteCarlo(g, newAgent, 20000, 1<<30, 11)
+			mc, err := AgentMonteCarlo(context.Background(), g, newAgent, 20000, 1<<30, 11)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if se := mc.CI95 / 1.96; math.Abs(mc.HittingTime-exact) > 4*se || mc.SuccessRate != 1 {
 				t.Errorf("%s %s: agent Monte Carlo %.4g ± %.2g (success %v), exact %.6g", tasks.FormatBranches(c.Shape()), name, mc.HittingTime, mc.CI95, mc.SuccessRate, exact)
 			}
-			b, err := AgentRollouts(g, newAgent, 50, 1<<30, 3)
+			b, err := AgentRollouts(context.Background(), g, newAgent, 50, 1<<30, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +53,7 @@ func TestAgentRolloutsDeterministic(t *testing.T) {
 	newAgent := func() (Agent, error) { return NewMarkovAgent(g, p) }
 	run := func(procs int) *AgentBatch {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		b, err := AgentRollouts(g, newAgent, 64, 40, 7)
+		b, err := AgentRollouts(context.Background(), g, newAgent, 64, 40, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +68,7 @@ func TestAgentRolloutsDeterministic(t *testing.T) {
 			t.Errorf("rollout %d: length %d, hit %v with horizon 40", i, l, a.Hit[i])
 		}
 	}
-	if _, err := AgentRollouts(g, newAgent, 4, 0, 1); err == nil {
+	if _, err := AgentRollouts(context.Background(), g, newAgent, 4, 0, 1); err == nil {
 		t.Error("horizon 0 accepted; an agent may never hit")
 	}
 }

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/big"
@@ -261,7 +262,7 @@ func TestMonteCarloAgrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mc, _ := sp.MonteCarlo(20000, 0, 11)
+			mc, _ := sp.MonteCarlo(context.Background(), 20000, 0, 11)
 			if se := mc.CI95 / 1.96; math.Abs(mc.HittingTime-exact) > 4*se || mc.SuccessRate != 1 {
 				t.Errorf("%s %s: Monte Carlo %.4g ± %.2g (success %v), exact %.6g", tasks.FormatBranches(c.Shape()), name, mc.HittingTime, mc.CI95, mc.SuccessRate, exact)
 			}

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -45,15 +46,16 @@ type MCResult struct {
 // MonteCarlo runs n seeded rollouts with uniform targets, spread over the
 // cores (rollout i uses its own random stream, so the result does not
 // depend on the number of cores).
-func (sp *Sampler) MonteCarlo(n, horizon int, seed uint64) (MCResult, error) {
+func (sp *Sampler) MonteCarlo(ctx context.Context, n, horizon int, seed uint64) (MCResult, error) {
 	if n < 2 {
 		return MCResult{}, fmt.Errorf("eval: mc=%d: want at least 2 rollouts", n)
 	}
-	return monteCarlo(n, seed, sp.g.W(), func(target int, rng *rand.Rand, w *scratchRollout) (int, bool) {
+	return monteCarlo(ctx, n, seed, sp.g.W(), func(target int, rng *rand.Rand, w *scratchRollout) (int, bool, error) {
 		var hit bool
-		w.buf, hit = sp.tab.rollout(target, horizon, rng, w.buf[:0])
-		return len(w.buf), hit
-	}), nil
+		var err error
+		w.buf, hit, err = sp.tab.rollout(ctx, target, horizon, rng, w.buf[:0])
+		return len(w.buf), hit, err
+	})
 }
 
 // scratchRollout is one worker's reusable rollout memory.
@@ -65,18 +67,22 @@ type scratchRollout struct {
 
 // rolloutFunc runs one rollout toward target and returns its length and
 // whether it hit.
-type rolloutFunc func(target int, rng *rand.Rand, w *scratchRollout) (int, bool)
+type rolloutFunc func(target int, rng *rand.Rand, w *scratchRollout) (int, bool, error)
 
 // monteCarlo aggregates n rollouts run in parallel, rollout i seeded by
 // (seed, i).
-func monteCarlo(n int, seed uint64, w int, f rolloutFunc) MCResult {
+func monteCarlo(ctx context.Context, n int, seed uint64, w int, f rolloutFunc) (MCResult, error) {
 	lens := make([]int, n)
 	hits := make([]bool, n)
-	eachRollout(n, seed, func() (*scratchRollout, error) { return &scratchRollout{}, nil }, func(i int, scratch *scratchRollout, rng *rand.Rand) error {
-		lens[i], hits[i] = f(1+rng.IntN(w), rng, scratch)
-		return nil
+	err := eachRollout(ctx, n, seed, func() (*scratchRollout, error) { return &scratchRollout{}, nil }, func(i int, scratch *scratchRollout, rng *rand.Rand) error {
+		var err error
+		lens[i], hits[i], err = f(1+rng.IntN(w), rng, scratch)
+		return err
 	})
-	return summarize(lens, hits)
+	if err != nil {
+		return MCResult{}, err
+	}
+	return summarize(lens, hits), nil
 }
 
 // summarize is the Monte Carlo summary of rollouts of the given lengths,

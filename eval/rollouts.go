@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -79,26 +80,35 @@ func (t *table) entry(s int32, u float64) int32 {
 // with a uniform target and its own random stream seeded by (seed, i), so
 // the batch does not depend on how it is spread over the cores. A rollout
 // stops at its target or after horizon transitions (horizon <= 0: no limit;
-// then the policy must reach every target surely).
-func (sp *Sampler) Rollouts(n, horizon int, seed uint64) *Batch {
+// then the policy must reach every target surely). A canceled ctx stops the
+// sampling within a few milliseconds and returns its error.
+func (sp *Sampler) Rollouts(ctx context.Context, n, horizon int, seed uint64) (*Batch, error) {
 	W := sp.g.W()
 	parts := make([][]int32, n)
 	b := &Batch{Targets: make([]int, n), Hit: make([]bool, n)}
-	eachRollout(n, seed, func() (struct{}, error) { return struct{}{}, nil }, func(i int, _ struct{}, rng *rand.Rand) error {
+	err := eachRollout(ctx, n, seed, func() (struct{}, error) { return struct{}{}, nil }, func(i int, _ struct{}, rng *rand.Rand) error {
 		b.Targets[i] = 1 + rng.IntN(W)
-		parts[i], b.Hit[i] = sp.tab.rollout(b.Targets[i], horizon, rng, nil)
-		return nil
+		var err error
+		parts[i], b.Hit[i], err = sp.tab.rollout(ctx, b.Targets[i], horizon, rng, nil)
+		return err
 	})
+	if err != nil {
+		return nil, err
+	}
 	b.Entries, b.Starts = concat(parts)
-	return b
+	return b, nil
 }
+
+// checkEvery is how many transitions a rollout takes between two looks at
+// its context: a few milliseconds at any sampler's speed.
+const checkEvery = 1 << 14
 
 // eachRollout calls f(i, worker, rng) for every rollout i in [0, n),
 // spread over the cores with one worker made by newWorker per goroutine
 // (its scratch memory or agent) and rollout i's own random stream seeded
 // by (seed, i), so results do not depend on the number of cores. It
-// returns the first error.
-func eachRollout[W any](n int, seed uint64, newWorker func() (W, error), f func(i int, w W, rng *rand.Rand) error) error {
+// returns the first error, or ctx's once it is canceled.
+func eachRollout[W any](ctx context.Context, n int, seed uint64, newWorker func() (W, error), f func(i int, w W, rng *rand.Rand) error) error {
 	workers := min(runtime.GOMAXPROCS(0), n)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -112,7 +122,9 @@ func eachRollout[W any](n int, seed uint64, newWorker func() (W, error), f func(
 				return
 			}
 			for i := k; i < n && errs[k] == nil; i += workers {
-				errs[k] = f(i, w, rand.New(rand.NewPCG(seed, uint64(i))))
+				if errs[k] = ctx.Err(); errs[k] == nil {
+					errs[k] = f(i, w, rand.New(rand.NewPCG(seed, uint64(i))))
+				}
 			}
 		}()
 	}
@@ -140,20 +152,23 @@ func concat[T any](parts [][]T) ([]T, []int) {
 }
 
 // rollout runs one rollout toward target and appends the transitions taken
-// to buf.
-func (t *table) rollout(target, horizon int, rng *rand.Rand, buf []int32) ([]int32, bool) {
+// to buf; a canceled ctx stops it with ctx's error.
+func (t *table) rollout(ctx context.Context, target, horizon int, rng *rand.Rand, buf []int32) ([]int32, bool, error) {
 	if horizon <= 0 {
 		horizon = math.MaxInt
 	}
 	leaf := t.leaf[target]
 	s := int32(0)
-	for len(buf) < horizon {
+	for n := 1; len(buf) < horizon; n++ {
 		e := t.entry(s, rng.Float64())
 		buf = append(buf, e)
 		s = t.next[e]
 		if t.head[s] == leaf {
-			return buf, true
+			return buf, true, nil
+		}
+		if n%checkEvery == 0 && ctx.Err() != nil {
+			return buf, false, ctx.Err()
 		}
 	}
-	return buf, false
+	return buf, false, nil
 }

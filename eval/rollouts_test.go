@@ -1,9 +1,12 @@
 package eval
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
@@ -24,7 +27,7 @@ func TestRolloutsDeterministicAndExact(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
 	p := PolicyPretrained(g)
 	sp := sampler(t, g, p)
-	a, b := sp.Rollouts(4000, 0, 9), sp.Rollouts(4000, 0, 9)
+	a, b := rollouts(t, sp, 4000, 0, 9), rollouts(t, sp, 4000, 0, 9)
 	if len(a.Entries) != len(b.Entries) {
 		t.Fatal("same seed, different batches")
 	}
@@ -54,7 +57,7 @@ func TestRolloutsDeterministicAndExact(t *testing.T) {
 	if math.Abs(mean-140) > 4*se {
 		t.Errorf("mean length %v ± %v, exact 140", mean, se)
 	}
-	c := sp.Rollouts(300, 50, 1)
+	c := rollouts(t, sp, 300, 50, 1)
 	for i := range c.Targets {
 		if c.Len(i) > 50 || (!c.Hit[i] && c.Len(i) != 50) {
 			t.Fatalf("horizon 50: rollout %d has length %d, hit %v", i, c.Len(i), c.Hit[i])
@@ -111,7 +114,7 @@ func TestSearchAgent(t *testing.T) {
 	for _, name := range PolicyNames {
 		p, _ := Named(g, name)
 		sp := sampler(t, g, p)
-		got, err := sp.SearchMonteCarlo(20000, 0, 5)
+		got, err := sp.SearchMonteCarlo(context.Background(), 20000, 0, 5)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +141,7 @@ func TestSearchAgent(t *testing.T) {
 	// K=3: a wrong branch costs 14 transitions, the target branch 7, and at
 	// the fork a used entry is refused (one step each, geometric):
 	// 7/3 + 2/3 (14 + 1/2 + 7/2 + (14 + 2 + 7)/2) = 22.
-	got, _ := sampler(t, g, PolicyRLVRLimit(g)).SearchMonteCarlo(40000, 0, 5)
+	got, _ := sampler(t, g, PolicyRLVRLimit(g)).SearchMonteCarlo(context.Background(), 40000, 0, 5)
 	if math.Abs(got.HittingTime-22) > 4*got.CI95/1.96 || got.SuccessRate != 1 {
 		t.Errorf("rlvr-limit: search agent %v ± %v (success %v), want 22", got.HittingTime, got.CI95, got.SuccessRate)
 	}
@@ -153,7 +156,7 @@ func BenchmarkRollouts(b *testing.B) {
 	seed := uint64(0)
 	for b.Loop() {
 		seed++
-		tokens += sp.Rollouts(64, 0, seed).Tokens()
+		tokens += rollouts(b, sp, 64, 0, seed).Tokens()
 	}
 	b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "states/s")
 }
@@ -166,11 +169,11 @@ func TestSearchAgentGrowth(t *testing.T) {
 		var rlvr []float64
 		for _, L := range []int{1, 3, 5} {
 			g := graph(t, tasks.Config{W: 3, K: K, L: L})
-			sft, _ := sampler(t, g, PolicySFTLimit(g)).SearchMonteCarlo(3000, 0, 1)
+			sft, _ := sampler(t, g, PolicySFTLimit(g)).SearchMonteCarlo(context.Background(), 3000, 0, 1)
 			if r := sft.HittingTime / float64(3*K*(L+1)); r < 0.3 || r > 3 {
 				t.Errorf("K=%d L=%d: SFT with the agent %v, %.2f x W K (L+1)", K, L, sft.HittingTime, r)
 			}
-			rl, _ := sampler(t, g, PolicyRLVRLimit(g)).SearchMonteCarlo(3000, 0, 1)
+			rl, _ := sampler(t, g, PolicyRLVRLimit(g)).SearchMonteCarlo(context.Background(), 3000, 0, 1)
 			rlvr = append(rlvr, rl.HittingTime)
 		}
 		if rlvr[0] != rlvr[1] || rlvr[1] != rlvr[2] {
@@ -179,5 +182,43 @@ func TestSearchAgentGrowth(t *testing.T) {
 		if r := rlvr[0] / float64(3*K); r < 1 || r > 4 {
 			t.Errorf("K=%d: RLVR with the agent %v, %.2f x W K", K, rlvr[0], r)
 		}
+	}
+}
+
+// rollouts samples a batch, failing the test on an error.
+func rollouts(t testing.TB, sp *Sampler, n, horizon int, seed uint64) *Batch {
+	t.Helper()
+	b, err := sp.Rollouts(context.Background(), n, horizon, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRolloutsStopOnCancel: a canceled context stops sampling within a few
+// thousand transitions of every worker, however long the rollouts, with
+// the context's error.
+func TestRolloutsStopOnCancel(t *testing.T) {
+	g := graph(t, tasks.DefaultConfig())
+	sp := sampler(t, g, PolicySFTLimit(g)) // hitting time 4.3e14: rollouts never end
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := sp.Rollouts(ctx, 4, 0, 1)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	if _, err := sp.MonteCarlo(ctx, 4, 0, 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("Monte Carlo: got %v, want context.Canceled", err)
+	}
+	if _, err := sp.SearchMonteCarlo(ctx, 4, 0, 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("search agent: got %v, want context.Canceled", err)
+	}
+	agent := func() (Agent, error) { return NewMarkovAgent(g, PolicySFTLimit(g)) }
+	if _, err := AgentMonteCarlo(ctx, g, agent, 4, 1<<40, 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("agents: got %v, want context.Canceled", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("stopped after %v", d)
 	}
 }

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -28,17 +29,17 @@ import (
 
 // SearchMonteCarlo runs n seeded search-agent rollouts with uniform
 // targets (horizon counts steps, refusals included; <= 0: no limit).
-func (sp *Sampler) SearchMonteCarlo(n, horizon int, seed uint64) (MCResult, error) {
+func (sp *Sampler) SearchMonteCarlo(ctx context.Context, n, horizon int, seed uint64) (MCResult, error) {
 	if n < 2 {
 		return MCResult{}, fmt.Errorf("eval: mc=%d: want at least 2 rollouts", n)
 	}
-	return monteCarlo(n, seed, sp.g.W(), func(target int, rng *rand.Rand, w *scratchRollout) (int, bool) {
-		return sp.tab.search(sp.probs, target, horizon, rng, w)
-	}), nil
+	return monteCarlo(ctx, n, seed, sp.g.W(), func(target int, rng *rand.Rand, w *scratchRollout) (int, bool, error) {
+		return sp.tab.search(ctx, sp.probs, target, horizon, rng, w)
+	})
 }
 
 // search runs one search-agent rollout, marking used states in w.
-func (t *table) search(probs []float64, target, horizon int, rng *rand.Rand, w *scratchRollout) (steps int, hit bool) {
+func (t *table) search(ctx context.Context, probs []float64, target, horizon int, rng *rand.Rand, w *scratchRollout) (steps int, hit bool, err error) {
 	if horizon <= 0 {
 		horizon = math.MaxInt
 	}
@@ -54,7 +55,10 @@ func (t *table) search(probs []float64, target, horizon int, rng *rand.Rand, w *
 	leaf := t.leaf[target]
 	s := int32(0)
 	w.mark[s] = w.gen
-	for steps < horizon {
+	for n := 1; steps < horizon; n++ {
+		if n%checkEvery == 0 && ctx.Err() != nil {
+			return steps, false, ctx.Err()
+		}
 		lo, hi := t.offsets[s], t.offsets[s+1]
 		free, last := 0.0, int32(-1)
 		for e := lo; e < hi; e++ {
@@ -89,7 +93,7 @@ func (t *table) search(probs []float64, target, horizon int, rng *rand.Rand, w *
 			s = t.next[e]
 			w.mark[s] = w.gen
 			if t.head[s] == leaf {
-				return steps, true
+				return steps, true, nil
 			}
 			continue
 		}
@@ -97,7 +101,7 @@ func (t *table) search(probs []float64, target, horizon int, rng *rand.Rand, w *
 			// Refusals before the first unused proposal: Geometric(free).
 			steps += int(math.Floor(math.Log1p(-rng.Float64()) / math.Log1p(-free)))
 			if steps >= horizon {
-				return horizon, false
+				return horizon, false, nil
 			}
 		}
 		u, e := rng.Float64()*free, last
@@ -115,8 +119,8 @@ func (t *table) search(probs []float64, target, horizon int, rng *rand.Rand, w *
 		s = t.next[e]
 		w.mark[s] = w.gen
 		if t.head[s] == leaf {
-			return steps, true
+			return steps, true, nil
 		}
 	}
-	return steps, false
+	return steps, false, nil
 }

@@ -228,9 +228,21 @@ func TestGInitSigns(t *testing.T) {
 			}
 		}
 	}
-	for _, s := range [][3]int{{15, 15, 5}, {5, 15, 5}, {2, 15, 5}, {15, 15, 1}} {
-		in := InitValues(s[0], s[1], s[2])
-		var nb, nd []int
+	// The negative G^(b), G^(d) depths at t = 0, asserted: none at the
+	// paper's size (so the "brief regime" in which b and d decrease does not
+	// occur there, as the README says), the middle depths for fewer
+	// branches, reaching depth K at W = 2 (TestGjpInitRightEnd).
+	for _, tc := range []struct {
+		W, K, L int
+		b, d    string
+	}{
+		{15, 15, 5, "[]", "[]"},
+		{15, 15, 1, "[]", "[]"},
+		{5, 15, 5, "[4 5 6 7 8 9 10 11 12 13 14]", "[5 6 7 8 9 10 11 12 13 14]"},
+		{2, 15, 5, "[1 2 3 4 5 6 7 8 9 10 11 12 13 14]", "[2 3 4 5 6 7 8 9 10 11 12 13 14 15]"},
+	} {
+		in := InitValues(tc.W, tc.K, tc.L)
+		nb, nd := []int{}, []int{}
 		for j := range in.K {
 			if in.GradB[j] < 0 {
 				nb = append(nb, j+1)
@@ -239,7 +251,9 @@ func TestGInitSigns(t *testing.T) {
 				nd = append(nd, j+1)
 			}
 		}
-		t.Logf("W=%d K=%d L=%d at t=0: G^(b) < 0 at j = %v, G^(d) < 0 at j = %v", s[0], s[1], s[2], nb, nd)
+		if fmt.Sprint(nb) != tc.b || fmt.Sprint(nd) != tc.d {
+			t.Errorf("W=%d K=%d L=%d at t=0: G^(b) < 0 at j = %v, G^(d) < 0 at j = %v; want %s and %s", tc.W, tc.K, tc.L, nb, nd, tc.b, tc.d)
+		}
 	}
 }
 

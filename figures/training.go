@@ -99,7 +99,7 @@ func ABCD(path, title string, rows [][]float64) error {
 		for j := 1; j <= k; j++ {
 			var xy plotter.XYs
 			for _, r := range rows {
-				if int(r[1]) == j {
+				if int(r[1]) == j && !math.IsNaN(r[2+q]) { // NaN: a depth never visited
 					xy = append(xy, plotter.XY{X: r[0], Y: r[2+q]})
 				}
 			}

@@ -1,6 +1,7 @@
 package reproduce
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -137,7 +138,7 @@ func (r *reproducer) corollary(dir string) (string, string, error) {
 				if err != nil {
 					return "", "", err
 				}
-				mc, err := sp.SearchMonteCarlo(n, 0, 1)
+				mc, err := sp.SearchMonteCarlo(context.Background(), n, 0, 1)
 				if err != nil {
 					return "", "", err
 				}

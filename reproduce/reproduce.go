@@ -70,6 +70,11 @@ var entries = []entry{
 type Options struct {
 	Out   string // folder for every entry's data, figures and results.md
 	Quick bool   // every entry at a reduced size (a smoke test)
+	// Docs, when set, is the documentation folder (docs/ of the
+	// repository): each entry's figures are copied there under the names
+	// the README shows (docFigures), and results.md too once every entry
+	// has run (at the paper's sizes only).
+	Docs string
 	// Started and Finished are called around each entry (nil: none).
 	Started  func(i, n int, name string)
 	Finished func(i, n int, r Result)
@@ -101,6 +106,9 @@ func Check(names []string) ([]string, error) {
 		}
 		if !slices.Contains(all, n) {
 			return nil, fmt.Errorf("unknown entry %q: want all or some of %s", n, strings.Join(all, ", "))
+		}
+		if slices.Contains(out[:i], n) {
+			return nil, fmt.Errorf("entry %s named twice", n)
 		}
 		out[i] = n
 	}
@@ -140,11 +148,57 @@ func Run(ctx context.Context, names []string, opts Options) ([]Result, error) {
 		row.Measured, row.Agrees = m, agrees
 		row.Seconds = time.Since(t).Seconds()
 		rows = append(rows, row)
+		if opts.Docs != "" && !opts.Quick {
+			if err := copyFigures(dir, opts.Docs, e.name); err != nil {
+				return rows, err
+			}
+		}
 		if opts.Finished != nil {
 			opts.Finished(len(rows), len(names), row)
 		}
 	}
-	return rows, writeResults(filepath.Join(opts.Out, "results.md"), rows, opts.Quick, time.Since(start))
+	results := filepath.Join(opts.Out, "results.md")
+	if err := writeResults(results, rows, opts.Quick, time.Since(start)); err != nil {
+		return rows, err
+	}
+	if opts.Docs != "" && !opts.Quick && len(rows) == len(entries) {
+		data, err := os.ReadFile(results)
+		if err != nil {
+			return rows, err
+		}
+		return rows, checkpoints.WriteFileAtomic(filepath.Join(opts.Docs, "results.md"), data)
+	}
+	return rows, nil
+}
+
+// docFigures maps each entry's figures to their names in the README's
+// docs/ folder.
+var docFigures = map[string][][2]string{
+	"fig3-4":           {{"hitting_time.png", "fig3-hitting_time.png"}, {"abcd.png", "fig4-abcd.png"}},
+	"thm1-pretrain":    {{"invalid_mass.png", "thm1-pretrain.png"}},
+	"thm2-sft":         {{"abcd.png", "thm2-sft-abcd.png"}},
+	"thm4-separation":  {{"separation.png", "thm4-separation.png"}},
+	"corollary-search": {{"search_agent.png", "corollary-search.png"}},
+	"thm5-distill":     {{"hitting_time.png", "thm5-distill.png"}},
+	"fig5-sft-scaling": {{"sft_scaling.png", "fig5-sft-scaling.png"}},
+	"fig5-partial":     {{"partial_supervision.png", "fig5-partial.png"}},
+	"fig6-ppo":         {{"hitting_time.png", "fig6-ppo.png"}},
+	"fig7-transformer": {{"hitting_time.png", "fig7-transformer.png"}},
+	"fig8-hetero":      {{"hitting_time.png", "fig8-hetero.png"}},
+}
+
+// copyFigures copies an entry's figures from its folder into docs.
+func copyFigures(dir, docs, name string) error {
+	for _, f := range docFigures[name] {
+		data, err := os.ReadFile(filepath.Join(dir, f[0]))
+		if err != nil {
+			return fmt.Errorf("reproduce %s: figure for the docs: %w", name, err)
+		}
+		if err := checkpoints.WriteFileAtomic(filepath.Join(docs, f[1]), data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeResults writes the Markdown results table.

@@ -85,6 +85,9 @@ func (c Config) Validate() error {
 	if c.MaxBytes < 0 {
 		return fmt.Errorf("tasks: max_bytes=%d: must be >= 0 (0 means the default %d)", c.MaxBytes, DefaultMaxBytes)
 	}
+	if len(c.Branches) > 0 && (c.W != 0 || c.K != 0 || c.L != 0) {
+		return fmt.Errorf("tasks: W=%d, K=%d, L=%d and branches: give W, K, L or branches, not both", c.W, c.K, c.L)
+	}
 	if len(c.Branches) == 0 {
 		for _, f := range []struct {
 			name string

@@ -1,6 +1,7 @@
 package trainers
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -93,7 +94,7 @@ func crossEntropy(pairs, probs []float64) float64 {
 
 // crossEntropyStep steps on the fixed pair weights (the constants hold
 // them since the loss was built).
-func (b *bigramStep) crossEntropyStep() error { return b.runStep(b.in) }
+func (b *bigramStep) crossEntropyStep(context.Context) error { return b.runStep(b.in) }
 
 func (b *bigramStep) solver() nn.Solver       { return b.solv }
 func (b *bigramStep) vocab() *tokenizer.Vocab { return tokenizer.New(b.t.g) }
@@ -204,7 +205,7 @@ func (b *bigram) layout() string { return "bigram" }
 
 // measure analyses the current policy exactly (and caches the analysis for
 // the step that follows).
-func (b *bigram) measure(row *Row) error {
+func (b *bigram) measure(_ context.Context, row *Row) error {
 	t := b.t
 	probs := b.model.Probs()
 	res, err := t.an.Analyze(probs)
@@ -225,7 +226,7 @@ func (b *bigram) current() error {
 		return nil
 	}
 	var row Row
-	return b.measure(&row)
+	return b.measure(context.Background(), &row)
 }
 
 // abcd adds a, b, c, d of the policy measured last: weighted by visits,
@@ -237,11 +238,11 @@ func (b *bigram) abcd(row *Row) {
 }
 
 // estimate is the exact hitting time of the current policy.
-func (b *bigram) estimate() float64 {
+func (b *bigram) estimate(context.Context) (float64, error) {
 	if err := b.current(); err != nil {
-		return math.NaN()
+		return math.NaN(), err
 	}
-	return b.res.HittingTime
+	return b.res.HittingTime, nil
 }
 
 // certify is the first-order certificate of the current policy over the

@@ -1,6 +1,7 @@
 package trainers
 
 import (
+	"context"
 	"math"
 
 	G "gorgonia.org/gorgonia"
@@ -50,7 +51,7 @@ func (b *bigram) buildSampled() (*G.Node, error) {
 
 // rollouts samples the current table with eval's Markov sampler; the
 // log-probabilities are the table's (update reads them from it).
-func (b *bigram) rollouts(n, horizon int, seed uint64) (*eval.AgentBatch, error) {
+func (b *bigram) rollouts(ctx context.Context, n, horizon int, seed uint64) (*eval.AgentBatch, error) {
 	if err := b.current(); err != nil {
 		return nil, err
 	}
@@ -58,7 +59,11 @@ func (b *bigram) rollouts(n, horizon int, seed uint64) (*eval.AgentBatch, error)
 	if err != nil {
 		return nil, err
 	}
-	return &eval.AgentBatch{Batch: *sp.Rollouts(n, horizon, seed)}, nil
+	batch, err := sp.Rollouts(ctx, n, horizon, seed)
+	if err != nil {
+		return nil, err
+	}
+	return &eval.AgentBatch{Batch: *batch}, nil
 }
 
 // update is the REINFORCE update or PPO's epochs over minibatches.

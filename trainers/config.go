@@ -177,8 +177,8 @@ func (c Config) Validate() error {
 	if !(c.Beta >= 0) || math.IsInf(c.Beta, 0) {
 		return fmt.Errorf("trainers: beta %v: want a finite length penalty >= 0", c.Beta)
 	}
-	if !(c.HorizonFactor > 0) || math.IsInf(c.HorizonFactor, 0) {
-		return fmt.Errorf("trainers: horizon_factor %v: want > 0 (the paper's 2)", c.HorizonFactor)
+	if !(c.HorizonFactor >= 1) || math.IsInf(c.HorizonFactor, 0) {
+		return fmt.Errorf("trainers: horizon_factor %v: want >= 1 (the paper's 2): below 1 the horizon is shorter than the hitting time and cuts most rollouts before their target", c.HorizonFactor)
 	}
 	if c.Epochs < 1 || c.Minibatches < 1 || c.Minibatches > c.Rollouts {
 		return fmt.Errorf("trainers: epochs %d, minibatches %d: want >= 1 each, minibatches <= rollouts (%d)", c.Epochs, c.Minibatches, c.Rollouts)

@@ -1,6 +1,7 @@
 package trainers
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 
@@ -122,8 +123,8 @@ func edge(g *tasks.Graph, s, a int) int {
 }
 
 // teacherTraces samples n traces of a Markov teacher, seeded.
-func teacherTraces(g *tasks.Graph, teacher []float64, n, horizon int, seed uint64) (*eval.AgentBatch, error) {
-	b, err := eval.AgentRollouts(g, func() (eval.Agent, error) { return eval.NewMarkovAgent(g, teacher) }, n, horizon, seed^0x510e527fade682d1)
+func teacherTraces(ctx context.Context, g *tasks.Graph, teacher []float64, n, horizon int, seed uint64) (*eval.AgentBatch, error) {
+	b, err := eval.AgentRollouts(ctx, g, func() (eval.Agent, error) { return eval.NewMarkovAgent(g, teacher) }, n, horizon, seed^0x510e527fade682d1)
 	if err != nil {
 		return nil, fmt.Errorf("trainers: teacher traces: %w", err)
 	}

@@ -1,6 +1,7 @@
 package trainers
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -16,7 +17,14 @@ import (
 // mass on invalid transitions); it reports Theorem 1's quantities instead.
 type dense struct {
 	bigramStep
-	g *tasks.Graph
+	g  *tasks.Graph
+	st denseState
+}
+
+// denseState is what pretraining checkpoints besides its logits: the
+// largest ratio to Theorem 1's bound over every step measured so far.
+type denseState struct {
+	MaxBoundRatio float64 `json:"max_bound_ratio"`
 }
 
 // newDense builds the pretraining learner, refusing a dense parameter over
@@ -61,7 +69,7 @@ func (d *dense) layout() string { return "dense-bigram" }
 
 // measure fills the Theorem 1 metrics: the largest mass on invalid
 // transitions and its ratio to the bound n_s/(m_s + t).
-func (d *dense) measure(row *Row) error {
+func (d *dense) measure(_ context.Context, row *Row) error {
 	t := d.t
 	v := d.g.NumStates()
 	probs := d.model.Probs()
@@ -79,15 +87,19 @@ func (d *dense) measure(row *Row) error {
 		row.BoundRatio = math.Max(row.BoundRatio, invalid/bound)
 	}
 	row.Objective = crossEntropy(d.pairs, probs)
+	d.st.MaxBoundRatio = math.Max(d.st.MaxBoundRatio, row.BoundRatio)
+	row.MaxBoundRatio = d.st.MaxBoundRatio
 	return nil
 }
 
-func (d *dense) abcd(*Row)         {}
-func (d *dense) estimate() float64 { return math.NaN() }
+func (d *dense) state() any { return &d.st }
+
+func (d *dense) abcd(*Row)                                 {}
+func (d *dense) estimate(context.Context) (float64, error) { return math.NaN(), nil }
 
 // The dense bigram pretrains only: it is never sampled or updated from
 // rollouts (Kind.Dense).
-func (d *dense) rollouts(int, int, uint64) (*eval.AgentBatch, error) {
+func (d *dense) rollouts(context.Context, int, int, uint64) (*eval.AgentBatch, error) {
 	return nil, fmt.Errorf("trainers: pretraining samples no rollouts")
 }
 func (d *dense) update(*eval.AgentBatch, []int32, []float64) (ratioStats, error) {

@@ -1,6 +1,7 @@
 package trainers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -94,20 +95,22 @@ type learner interface {
 	// measure fills row with the metrics of the current policy (the exact
 	// or Monte Carlo hitting time, the cross-entropy's value, Theorem 1's
 	// quantities) at step t.done.
-	measure(row *Row) error
+	// A canceled ctx stops a long measurement with ctx's error.
+	measure(ctx context.Context, row *Row) error
 	// abcd adds the per-depth a, b, c, d to a row about to be written (a
 	// no-op when the model has no exact analysis).
 	abcd(row *Row)
 	// estimate is the latest measured hitting time, the horizon's unit for
 	// the sampled trainers (a Monte Carlo lower bound when some rollouts
 	// missed).
-	estimate() float64
+	estimate(ctx context.Context) (float64, error)
 	// crossEntropyStep takes one optimiser step of a cross-entropy trainer
 	// (sft, distill, pretrain).
-	crossEntropyStep() error
+	crossEntropyStep(ctx context.Context) error
 	// rollouts samples n rollouts of the current policy with the
-	// log-probability of each transition.
-	rollouts(n, horizon int, seed uint64) (*eval.AgentBatch, error)
+	// log-probability of each transition; a canceled ctx stops it with
+	// ctx's error and changes nothing.
+	rollouts(ctx context.Context, n, horizon int, seed uint64) (*eval.AgentBatch, error)
 	// update takes a sampled trainer's optimiser steps (REINFORCE's one,
 	// PPO's epochs over minibatches) on a batch with per-token advantages
 	// and returns PPO's ratio statistics after them.

@@ -1,6 +1,7 @@
 package trainers
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -42,6 +43,9 @@ type Row struct {
 	// holds; meaningful for sgd, the discretised gradient flow).
 	InvalidMass float64 `json:"invalid_mass,omitempty"`
 	BoundRatio  float64 `json:"bound_ratio,omitempty"`
+	// MaxBoundRatio is the largest BoundRatio of every step so far, logged
+	// or not (pretrain).
+	MaxBoundRatio float64 `json:"max_bound_ratio,omitempty"`
 	// Sampled trainers: transitions and rollouts sampled so far, and the
 	// latest batch.
 	Tokens, Rollouts int
@@ -49,10 +53,10 @@ type Row struct {
 }
 
 // measure computes the metrics of the current policy.
-func (t *Trainer) measure() (Row, error) {
+func (t *Trainer) measure(ctx context.Context) (Row, error) {
 	nan := math.NaN()
-	row := Row{Step: t.done, HittingTime: nan, Objective: nan, InvalidMass: nan, BoundRatio: nan, A: nan, B: nan, C: nan, D: nan}
-	if err := t.l.measure(&row); err != nil {
+	row := Row{Step: t.done, HittingTime: nan, Objective: nan, InvalidMass: nan, BoundRatio: nan, MaxBoundRatio: nan, A: nan, B: nan, C: nan, D: nan}
+	if err := t.l.measure(ctx, &row); err != nil {
 		return row, err
 	}
 	if h := row.HittingTime; !t.cfg.Trainer.Dense() && (math.IsNaN(h) || math.IsInf(h, 0)) {
@@ -62,7 +66,11 @@ func (t *Trainer) measure() (Row, error) {
 	case k.Exact():
 		row.Objective = 1 - row.HittingTime
 	case k.Sampled():
-		row.Objective = 1 - t.cfg.Beta*t.l.estimate() // J with the length penalty, no horizon
+		est, err := t.l.estimate(ctx)
+		if err != nil {
+			return row, err
+		}
+		row.Objective = 1 - t.cfg.Beta*est // J with the length penalty, no horizon
 		row.Tokens, row.Rollouts, row.Batch = t.smp.tokens, t.smp.rollouts, t.smp.batch
 	}
 	return row, nil

@@ -189,7 +189,7 @@ func BenchmarkPPOStep(b *testing.B) {
 	tokens := 0
 	for b.Loop() {
 		before := tr.smp.tokens
-		if err := tr.Step(); err != nil {
+		if err := tr.Step(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		tokens += tr.smp.tokens - before

@@ -1,6 +1,7 @@
 package trainers
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -58,10 +59,14 @@ type BatchStats struct {
 // current policy with horizon HorizonFactor x its current hitting time
 // (exact, or the latest Monte Carlo estimate), advantages from the
 // configured baseline, then the learner's REINFORCE update or PPO's epochs.
-func (t *Trainer) sampledStep() error {
+func (t *Trainer) sampledStep(ctx context.Context) error {
 	s, cfg := t.smp, t.cfg
-	horizon := int(math.Ceil(cfg.HorizonFactor * t.l.estimate()))
-	b, err := t.l.rollouts(cfg.Rollouts, horizon, t.stepSeed())
+	est, err := t.l.estimate(ctx)
+	if err != nil {
+		return err
+	}
+	horizon := int(math.Ceil(cfg.HorizonFactor * est))
+	b, err := t.l.rollouts(ctx, cfg.Rollouts, horizon, t.stepSeed())
 	if err != nil {
 		return fmt.Errorf("trainers: step %d: %w", t.done, err)
 	}

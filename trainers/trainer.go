@@ -190,8 +190,11 @@ const optimumTol = 1e-6
 func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 	best, bestStep := math.Inf(1), t.done
 	for {
-		row, err := t.measure()
+		row, err := t.measure(ctx)
 		if err != nil {
+			if ctx.Err() != nil {
+				t.stop = StopInterrupted
+			}
 			return row, err
 		}
 		if l := row.HittingTime; math.IsInf(best, 1) || l < best-1e-9*math.Abs(best) {
@@ -228,7 +231,10 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 			t.stop = StopInterrupted
 			return row, err
 		}
-		if err := t.Step(); err != nil {
+		if err := t.Step(ctx); err != nil {
+			if ctx.Err() != nil {
+				t.stop = StopInterrupted
+			}
 			return row, err
 		}
 		if h.Step != nil {
@@ -265,6 +271,19 @@ type certifier interface {
 	certify() (*eval.Certificate, error)
 }
 
+// Done reports whether the run has nothing left to do: the step cap is
+// reached or the current policy meets the stop rule.
+func (t *Trainer) Done(ctx context.Context) (bool, error) {
+	if t.done >= t.cfg.Steps {
+		return true, nil
+	}
+	row, err := t.measure(ctx)
+	if err != nil {
+		return false, err
+	}
+	return t.converged(row), nil
+}
+
 // Converged reports whether a row meets the run's stop rule (Config.Until).
 func (t *Trainer) Converged(r Row) bool { return t.converged(r) }
 
@@ -292,19 +311,21 @@ func (t *Trainer) converged(r Row) bool {
 }
 
 // Step takes one optimiser step (for reinforce and ppo: one iteration of
-// sampling and updates).
-func (t *Trainer) Step() error {
+// sampling and updates). A canceled ctx stops the sampling and the
+// measurements it needs, before any update, and changes nothing; the
+// updates themselves always complete, so the trainer stays consistent.
+func (t *Trainer) Step(ctx context.Context) error {
 	if t.cfg.LRDecay == "linear" { // a function of the step alone: resumes exactly
 		t.l.solver().SetLR(t.cfg.Optim.LR * (1 - float64(t.done)/float64(t.cfg.Steps)))
 	}
 	var err error
 	switch k := t.cfg.Trainer; {
 	case k.Sampled():
-		err = t.sampledStep()
+		err = t.sampledStep(ctx)
 	case k.Exact():
 		err = t.l.(exactStepper).exactStep()
 	default:
-		err = t.l.crossEntropyStep()
+		err = t.l.crossEntropyStep(ctx)
 	}
 	if err != nil {
 		return err

@@ -355,6 +355,19 @@ func TestPretrainBound(t *testing.T) {
 	if !(last.InvalidMass < first.InvalidMass/10) {
 		t.Errorf("invalid mass %v -> %v: did not learn the mask", first.InvalidMass, last.InvalidMass)
 	}
+	// The largest ratio is taken over every step, not over logged rows.
+	maxRatio := 0.0
+	cfg.LogEvery = 1
+	every, _ := New(cfg, g, Setup{})
+	every.Run(context.Background(), Hooks{Row: func(r Row) error { maxRatio = max(maxRatio, r.BoundRatio); return nil }})
+	every.Close()
+	cfg.LogEvery = 150
+	sparse, _ := New(cfg, g, Setup{})
+	end, _ := sparse.Run(context.Background(), Hooks{})
+	sparse.Close()
+	if end.MaxBoundRatio != maxRatio {
+		t.Errorf("logging every 150 steps: largest ratio %v, every step's %v", end.MaxBoundRatio, maxRatio)
+	}
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -396,10 +409,10 @@ func BenchmarkRLVRStep(b *testing.B) {
 			defer tr.Close()
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := tr.measure(); err != nil {
+				if _, err := tr.measure(context.Background()); err != nil {
 					b.Fatal(err)
 				}
-				if err := tr.Step(); err != nil {
+				if err := tr.Step(context.Background()); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,6 +1,7 @@
 package trainers
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -159,7 +160,7 @@ func newTransformer(t *Trainer, s Setup) (*transformer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("trainers: teacher: %w", err)
 		}
-		b, err := teacherTraces(g, s.Teacher, cfg.DistillTraces, int(math.Ceil(100*r.HittingTime)), cfg.Seed)
+		b, err := teacherTraces(context.Background(), g, s.Teacher, cfg.DistillTraces, int(math.Ceil(100*r.HittingTime)), cfg.Seed)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package trainers
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -51,14 +52,8 @@ func (a *agent) Next(s int, rng *rand.Rand) (int, float64, error) {
 }
 
 // rollouts samples the transformer.
-func (l *transformer) rollouts(n, horizon int, seed uint64) (*eval.AgentBatch, error) {
-	if l.st.MCStep < 0 { // the horizon needs a measurement
-		var row Row
-		if err := l.measure(&row); err != nil {
-			return nil, err
-		}
-	}
-	return eval.AgentRollouts(l.t.g, l.newAgent(), n, horizon, seed)
+func (l *transformer) rollouts(ctx context.Context, n, horizon int, seed uint64) (*eval.AgentBatch, error) {
+	return eval.AgentRollouts(ctx, l.t.g, l.newAgent(), n, horizon, seed)
 }
 
 // pass runs the windows of one minibatch through the graph, filling the
@@ -236,7 +231,7 @@ func (l *transformer) ratios(seqs []tokenSeq, ab *eval.AgentBatch) (ratioStats, 
 // Rollouts sequences: golden paths with uniform targets and multiedges
 // (sft, Theorem 2's data) or teacher traces (distill, Theorem 5's), with
 // weight 1/(number of tokens) on every trained token.
-func (l *transformer) crossEntropyStep() error {
+func (l *transformer) crossEntropyStep(ctx context.Context) error {
 	t, cfg, g := l.t, l.t.cfg, l.t.g
 	var seqs []tokenSeq
 	stepSeed := t.stepSeed()
@@ -264,7 +259,7 @@ func (l *transformer) crossEntropyStep() error {
 			l.st.NextTrace = (l.st.NextTrace + 1) % len(l.traces)
 		}
 	default:
-		b, err := teacherTraces(g, l.teacher, cfg.Rollouts, int(math.Ceil(100*t.limit)), stepSeed)
+		b, err := teacherTraces(ctx, g, l.teacher, cfg.Rollouts, int(math.Ceil(100*t.limit)), stepSeed)
 		if err != nil {
 			return err
 		}
@@ -294,13 +289,18 @@ func (l *transformer) crossEntropyStep() error {
 // biased low: a policy that hits one target in 2K+1 steps and loops
 // otherwise would get a horizon too short for any rollout to find the
 // other targets, and no signal to learn them.
-func (l *transformer) estimate() float64 {
-	if l.st.MCStep < 0 {
+func (l *transformer) estimate(ctx context.Context) (float64, error) {
+	if l.st.MCStep < 0 { // no measurement yet
 		var row Row
-		if err := l.measure(&row); err != nil {
-			return math.NaN()
+		if err := l.measure(ctx, &row); err != nil {
+			return math.NaN(), err
 		}
 	}
+	return l.latest(), nil
+}
+
+// latest is the latest measurement's hitting time (see estimate).
+func (l *transformer) latest() float64 {
 	if l.st.MC.SuccessRate == 1 {
 		return l.st.MC.HittingTime
 	}
@@ -312,10 +312,10 @@ func (l *transformer) estimate() float64 {
 // some rollouts miss, the row holds the lower bound of estimate and no
 // interval), taken at step 0, every LogEvery steps and at the step cap;
 // rows in between repeat the latest.
-func (l *transformer) measure(row *Row) error {
+func (l *transformer) measure(ctx context.Context, row *Row) error {
 	t, cfg := l.t, l.t.cfg
 	if l.st.MCStep < 0 || (l.st.MCStep != t.done && (t.done%cfg.LogEvery == 0 || t.done >= cfg.Steps)) {
-		mc, err := eval.AgentMonteCarlo(t.g, l.newAgent(), l.opts.EvalRollouts, l.mcCap, cfg.Seed^0x1f83d9abfb41bd6b^uint64(t.done)*0x9e3779b97f4a7c15)
+		mc, err := eval.AgentMonteCarlo(ctx, t.g, l.newAgent(), l.opts.EvalRollouts, l.mcCap, cfg.Seed^0x1f83d9abfb41bd6b^uint64(t.done)*0x9e3779b97f4a7c15)
 		if err != nil {
 			return fmt.Errorf("trainers: step %d: %w", t.done, err)
 		}
@@ -325,7 +325,7 @@ func (l *transformer) measure(row *Row) error {
 	if l.st.MC.SuccessRate < 1 {
 		ci = math.NaN()
 	}
-	row.HittingTime, row.HittingTimeCI95, row.MCSuccessRate, row.Estimated = l.estimate(), ci, l.st.MC.SuccessRate, true
+	row.HittingTime, row.HittingTimeCI95, row.MCSuccessRate, row.Estimated = l.latest(), ci, l.st.MC.SuccessRate, true
 	if cfg.Trainer.CrossEntropy() && t.done > 0 {
 		row.Objective = l.st.Loss
 	}

@@ -52,7 +52,7 @@ func TestTransformerStartsAtBigram(t *testing.T) {
 			opts.Prompt, opts.LayerNorm, opts.EvalRollouts = prompt, variant.layerNorm, 5000
 			cfg := DefaultConfig()
 			cfg.Trainer = PPO
-			row, err := newTrainer(t, cfg, opts, g, init).measure()
+			row, err := newTrainer(t, cfg, opts, g, init).measure(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +77,7 @@ func TestTransformerWindowsGradient(t *testing.T) {
 		opts := TransformerOptions{Heads: 1, Context: 3, Positional: "learned", Prompt: prompt, Stride: 5, Windows: 4, EvalRollouts: 2}
 		tr := newTrainer(t, cfg, opts, g, nil)
 		tf := tr.l.(*transformer)
-		b, err := eval.AgentRollouts(g, tf.newAgent(), 9, 60, 5)
+		b, err := eval.AgentRollouts(context.Background(), g, tf.newAgent(), 9, 60, 5)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,10 +177,10 @@ func TestTransformerResume(t *testing.T) {
 		}
 		first := build()
 		for range 3 {
-			if _, err := first.measure(); err != nil {
+			if _, err := first.measure(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if err := first.Step(); err != nil {
+			if err := first.Step(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -248,13 +248,13 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 	cfg := ppoConfig()
 	cfg.Optim.LR = 1e-12 // keep the policy (and the batch size) fixed
 	tr := newTrainer(b, cfg, DefaultTransformerOptions(), g, nil)
-	if _, err := tr.measure(); err != nil {
+	if _, err := tr.measure(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	tokens := 0
 	for b.Loop() {
 		before := tr.smp.tokens
-		if err := tr.Step(); err != nil {
+		if err := tr.Step(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		tokens += tr.smp.tokens - before
@@ -269,7 +269,7 @@ func BenchmarkTransformerRollouts(b *testing.B) {
 	tr := newTrainer(b, ppoConfig(), DefaultTransformerOptions(), g, nil)
 	tokens := 0
 	for i := 0; b.Loop(); i++ {
-		ab, err := eval.AgentRollouts(g, tr.l.newAgent(), 256, 1<<20, uint64(i))
+		ab, err := eval.AgentRollouts(context.Background(), g, tr.l.newAgent(), 256, 1<<20, uint64(i))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -297,7 +297,7 @@ func TestSubsampledGradientIsUnbiased(t *testing.T) {
 	opts := TransformerOptions{Heads: 1, Context: 3, Positional: "learned", Stride: 4, Windows: 8, EvalRollouts: 2}
 	tr := newTrainer(t, cfg, opts, g, nil)
 	tf := tr.l.(*transformer)
-	b, err := eval.AgentRollouts(g, tf.newAgent(), 12, 80, 3)
+	b, err := eval.AgentRollouts(context.Background(), g, tf.newAgent(), 12, 80, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

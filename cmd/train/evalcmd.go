@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -107,9 +108,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		}
 		var res eval.MCResult
 		if *search {
-			res, err = sp.SearchMonteCarlo(*mc, *horizon, *seed)
+			res, err = sp.SearchMonteCarlo(context.Background(), *mc, *horizon, *seed)
 		} else {
-			res, err = sp.MonteCarlo(*mc, *horizon, *seed)
+			res, err = sp.MonteCarlo(context.Background(), *mc, *horizon, *seed)
 		}
 		if err != nil {
 			return err

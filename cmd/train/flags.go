@@ -77,9 +77,12 @@ func (g *graphFlags) config(fs *flag.FlagSet) (tasks.Config, error) {
 		budget = defaultMaxBytes()
 	}
 	c := tasks.Config{W: g.w, K: g.k, L: g.l, MaxBytes: budget}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["branches"] && g.branches == "" {
+		return c, usagef(`%s: -branches "": want a branch spec such as "2,2,3;5,1"`, fs.Name())
+	}
 	if g.branches != "" {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if set["W"] || set["K"] || set["L"] {
 			return c, usagef("%s: -branches and -W/-K/-L are exclusive: give one shape", fs.Name())
 		}

@@ -31,6 +31,9 @@ func newProgress(w io.Writer) *progress { return &progress{w: w, began: time.Now
 // start is called when the run is set up: its step cap and first step.
 func (p *progress) start(cfg runs.Config, done int) {
 	p.total = cfg.Train.Steps
+	if done > 0 {
+		fmt.Fprintf(p.w, "resuming %s from its checkpoint at step %d\n", cfg.Out, done)
+	}
 	if f, ok := p.w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.bar = progressbar.NewOptions(p.total,
 			progressbar.OptionSetWriter(p.w),

@@ -19,6 +19,7 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("reproduce")
 	out := fs.String("out", filepath.Join("runs", "reproduce"), "folder for every entry's data, figures and results.md")
 	quick := fs.Bool("quick", false, "run every entry at a reduced size (a smoke test: about a minute)")
+	docs := fs.String("docs", "", "also copy the figures (and, after all, results.md) into this documentation folder, e.g. docs (not with -quick)")
 	var names []string
 	// Entry names come first: train reproduce fig3-4 thm2-sft -quick.
 	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -31,6 +32,12 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("reproduce: %v", err)
 	}
+	if *docs != "" && *quick {
+		return usagef("reproduce: -docs with -quick: the documentation shows the paper's sizes")
+	}
+	if st, err := os.Stat(*docs); *docs != "" && (err != nil || !st.IsDir()) {
+		return usagef("reproduce: -docs %s: want an existing folder", *docs)
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return usagef("reproduce: -out %s: %v", *out, err)
 	}
@@ -40,7 +47,7 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 			progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish())
 	}
 	start := time.Now()
-	opts := reproduce.Options{Out: *out, Quick: *quick,
+	opts := reproduce.Options{Out: *out, Quick: *quick, Docs: *docs,
 		Started: func(i, n int, name string) {
 			if bar != nil {
 				bar.ChangeMax(n)

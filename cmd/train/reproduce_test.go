@@ -45,7 +45,7 @@ func TestReproduceQuick(t *testing.T) {
 	if want := len(reproduce.Names()); rows != want {
 		t.Errorf("results.md has %d rows, want %d", rows, want)
 	}
-	for _, f := range []string{"fig3-4/hitting_time.png", "thm4-separation/separation.png", "fig5-partial/partial_supervision.csv", "corollary-search/search_agent.png", "fig7-transformer/hitting_time.png", "fig7-transformer/learners.md"} {
+	for _, f := range []string{"fig8-hetero/hitting_time.png", "thm1-pretrain/invalid_mass.png", "thm2-sft/abcd.png", "thm5-distill/hitting_time.png", "fig5-sft-scaling/sft_scaling.png", "fig6-ppo/hitting_time.png", "fig3-4/abcd.png", "fig3-4/hitting_time.png", "thm4-separation/separation.png", "fig5-partial/partial_supervision.csv", "corollary-search/search_agent.png", "fig7-transformer/hitting_time.png", "fig7-transformer/learners.md"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("missing %s", f)
 		}

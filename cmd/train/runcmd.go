@@ -18,10 +18,10 @@ import (
 
 // runArgs is what train run's command line asks for.
 type runArgs struct {
-	cfg    runs.Config // resolved, unless resume is set
-	resume string      // a run folder to resume
-	steps  int         // with resume: a new step cap (0: keep)
-	force  bool
+	cfg     runs.Config  // resolved, unless resume is set
+	resume  string       // a run folder to resume
+	changes runs.Changes // with resume: a new step cap, a new -until
+	force   bool
 }
 
 // transformerFlags are the flags that configure -model transformer.
@@ -39,6 +39,9 @@ func parseRun(args []string, stdout io.Writer) (runArgs, error) {
 		if err := runs.Decode(data, &rc); err != nil {
 			return runArgs{}, usagef("run: -config %s: %v", path, err)
 		}
+		if err := rc.Graph.Validate(); err != nil {
+			return runArgs{}, usagef("run: -config %s: graph: %v", path, strings.TrimPrefix(err.Error(), "tasks: "))
+		}
 	}
 	fs := newFlagSet("run")
 	var gf graphFlags
@@ -53,18 +56,25 @@ func parseRun(args []string, stdout io.Writer) (runArgs, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if a.resume != "" {
+	if set["resume"] {
+		if a.resume == "" {
+			return a, usagef("run: -resume \"\": want a run folder")
+		}
 		other := ""
 		fs.Visit(func(f *flag.Flag) { // lexical order: the message is deterministic
-			if other == "" && f.Name != "resume" && f.Name != "steps" {
+			if other == "" && f.Name != "resume" && f.Name != "steps" && f.Name != "until" {
 				other = f.Name
 			}
 		})
 		if other != "" {
-			return a, usagef("run: -resume takes only -steps (a new step cap), not -%s: the run continues with the configuration in its checkpoint", other)
+			return a, usagef("run: -resume takes only -steps (a new step cap) and -until, not -%s: the run continues with the configuration in its checkpoint", other)
 		}
 		if set["steps"] {
-			a.steps = rc.Train.Steps
+			a.changes.Steps = rc.Train.Steps
+		}
+		if set["until"] {
+			until := rc.Train.Until
+			a.changes.Until = &until
 		}
 		return a, nil
 	}
@@ -157,7 +167,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if a.resume != "" {
 		return execute(stdout, func(ctx context.Context, o runs.Options) (runs.Summary, error) {
-			s, err := runs.Resume(ctx, a.resume, a.steps, o)
+			s, err := runs.Resume(ctx, a.resume, a.changes, o)
 			if runs.IsInput(err) {
 				return s, usagef("run: -resume %s: %v", a.resume, err)
 			}
@@ -227,6 +237,12 @@ func execute(stdout io.Writer, train func(context.Context, runs.Options) (runs.S
 	}
 	if runs.IsInput(err) && !errors.As(err, new(usageError)) {
 		return usagef("run: %v", err)
+	}
+	switch {
+	case s.NothingToDo:
+		fmt.Fprintf(stdout, "%s already holds this run, finished: nothing to do (-force in a new run starts over; -resume %s -steps N or -until X continues it)\n", s.Out, s.Out)
+	case s.Resumed:
+		fmt.Fprintf(stdout, "resumed the unfinished run in %s from its checkpoint (same configuration; -force starts over)\n", s.Out)
 	}
 	if s.Out != "" {
 		printSummary(stdout, s)
