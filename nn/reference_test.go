@@ -3,6 +3,8 @@ package nn
 import (
 	"fmt"
 	"math"
+	"slices"
+	"testing"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -243,4 +245,118 @@ func filled(r, c int, x float64) *tensor.Dense {
 		data[i] = x
 	}
 	return tensor.New(tensor.WithShape(r, c), tensor.WithBacking(data))
+}
+
+// reference is the transformer's forward and a weighted log-likelihood
+// built as before the fused ops, on a graph of its own holding copies of
+// a transformer's parameters: embeddings gathered per slot, the dense
+// (B, L, L) attention of referenceAttention, the stock-op layer norm, a
+// dense (N, D) x (D, V) logit product gathered to the slots plus the
+// per-entry table B, and SegmentLogSoftmax. Its values and autodiff
+// gradients are an independent check of the fused graph's.
+type reference struct {
+	params     G.Nodes
+	logp, loss G.Value
+	grads      []G.Value
+	vm         G.VM
+}
+
+// newReference builds the reference of tr for rows (b rows of at most n
+// tokens) and the loss sum_s w[s] logp[s] over all B*n*R slots.
+func newReference(t *testing.T, tr *Transformer, b, n int, rows []Window, w []float64) *reference {
+	t.Helper()
+	cfg := tr.Config()
+	s := cfg.Support
+	g := G.NewGraph()
+	ref := &reference{}
+	for _, p := range tr.Learnables() {
+		data := slices.Clone(p.Value().Data().([]float64))
+		ref.params = append(ref.params, G.NewTensor(g, G.Float64, p.Dims(), G.WithShape(p.Shape()...), G.WithName(p.Name()),
+			G.WithValue(tensor.New(tensor.WithShape(p.Shape()...), tensor.WithBacking(data)))))
+	}
+	param := func(name string) *G.Node {
+		for _, p := range ref.params {
+			if p.Name() == name {
+				return p
+			}
+		}
+		return nil
+	}
+	ints := func(name string, data []int) *G.Node {
+		return G.NewVector(g, G.Int, G.WithShape(len(data)), G.WithName(name),
+			G.WithValue(tensor.New(tensor.WithShape(len(data)), tensor.WithBacking(data))))
+	}
+	lay := newWindowLayout(s, b, n, cfg.maxRow(), cfg.Context, cfg.Prompt)
+	lay.fill(rows)
+	l, first := n, 0
+	if cfg.Prompt {
+		l, first = n+1, 1
+	}
+	tok, pos, keep := make([]int, b*l), make([]int, b*l), make([]int, b*n)
+	for r := 0; r < b; r++ {
+		if cfg.Prompt {
+			tok[r*l], pos[r*l] = lay.tok[b*n+r], -1
+		}
+		for k := 0; k < n; k++ {
+			tok[r*l+first+k], pos[r*l+first+k] = lay.tok[r*n+k], lay.pos[r*n+k]
+			keep[r*n+k] = r*l + first + k
+		}
+	}
+	v, r := cfg.Vocab, cfg.maxRow()
+	sel, ent, mask := make([]int, b*n*r), make([]int, b*n*r), make([]float64, b*n*r)
+	for sl, e := range lay.entries {
+		p := sl / r
+		ent[sl] = e
+		if e < 0 {
+			sel[sl], mask[sl] = -1, maskLogit // logit exactly maskLogit, no gradient
+			continue
+		}
+		sel[sl] = p*v + s.Next[e]
+	}
+	h0 := G.Must(gather(param("E"), ints("tokens", tok))) // (B*L, D)
+	if p := param("P"); p != nil {
+		h0 = G.Must(G.Add(h0, G.Must(gather(p, ints("positions", pos))))) // (B*L, D)
+	}
+	attn, err := referenceAttention(h0, param("WQ"), param("WK"), param("WV"), param("WO"), b, l, cfg.Heads, cfg.Context, cfg.Prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := G.Must(G.Add(h0, attn)) // (B*L, D)
+	if cfg.Prompt {
+		h = G.Must(gather(h, ints("keep", keep))) // (N, D)
+	}
+	if gain := param("LN_gain"); gain != nil {
+		h = G.Must(referenceLayerNorm(h, gain, param("LN_bias"))) // (N, D)
+	}
+	u := param("U")
+	if cfg.Init == "table" {
+		u = G.Must(G.Transpose(u)) // (V, D) -> (D, V)
+	}
+	logits := G.Must(G.Mul(h, u))                                                                 // (N, D) x (D, V) -> (N, V)
+	slots := G.Must(gather(G.Must(G.Reshape(logits, tensor.Shape{b * n * v})), ints("sel", sel))) // (N*R)
+	slots = G.Must(G.Add(slots, G.NewVector(g, G.Float64, G.WithShape(len(mask)), G.WithName("mask"),
+		G.WithValue(tensor.New(tensor.WithShape(len(mask)), tensor.WithBacking(mask)))))) // (N*R)
+	if bias := param("B"); bias != nil {
+		slots = G.Must(G.Add(slots, G.Must(gather(bias, ints("entries", ent))))) // (N*R)
+	}
+	logp := G.Must(SegmentLogSoftmax(slots, uniformOffsets(b*n, r))) // (N*R)
+	wn := G.NewVector(g, G.Float64, G.WithShape(len(w)), G.WithName("w"),
+		G.WithValue(tensor.New(tensor.WithShape(len(w)), tensor.WithBacking(slices.Clone(w)))))
+	loss := G.Must(G.Mul(wn, logp)) // ()
+	G.Read(logp, &ref.logp)
+	G.Read(loss, &ref.loss)
+	grads, err := G.Grad(loss, ref.params...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.grads = make([]G.Value, len(grads))
+	for i, gr := range grads {
+		G.Read(gr, &ref.grads[i])
+	}
+	ref.vm = G.NewTapeMachine(g)
+	t.Cleanup(func() { ref.vm.Close() })
+	if err := ref.vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	return ref
 }

@@ -22,7 +22,7 @@ type TransformerConfig struct {
 	Positional string  `json:"positional"` // "none" or "learned" (Context x D table indexed by position mod Context)
 	LayerNorm  bool    `json:"layer_norm"` // layer norm of the residual stream before the unembedding (learned gain and bias)
 	Prompt     bool    `json:"prompt"`     // one leading prompt token per sequence (the target), seen by every position
-	Init       string  `json:"init"`       // exact bigram initialisation: "table" (default; "" means "table") or "identity" (needs Dim = Vocab)
+	Init       string  `json:"init"`       // exact bigram initialisation: "table" (DefaultTransformerConfig's) or "identity" (needs Dim = Vocab; "" means "identity")
 }
 
 // DefaultTransformerConfig returns the configuration of a transformer on
@@ -33,10 +33,12 @@ func DefaultTransformerConfig(s Support) TransformerConfig {
 	return TransformerConfig{Vocab: s.Rows(), Support: s, Dim: 64, Heads: 1, Context: 8, Positional: "learned", Init: "table"}
 }
 
-// initName returns the initialisation Init selects ("" is "table").
+// initName returns the initialisation Init selects. "" is "identity",
+// the only one before Init existed: configurations written without the
+// field (checkpoints, callers) keep their meaning.
 func (c TransformerConfig) initName() string {
 	if c.Init == "" {
-		return "table"
+		return "identity"
 	}
 	return c.Init
 }
@@ -141,7 +143,7 @@ const identityInitStd = 0.02
 // one logit per support entry, in entry order. rng draws the random
 // parameters. cfg.Init selects how:
 //
-// "table" (the default), at any width: B = bigramLogits and U = 0, so z_t(a)
+// "table" (DefaultTransformerConfig's), at any width: B = bigramLogits and U = 0, so z_t(a)
 // = B[entry(x_t, a)] exactly on every prefix, whatever h_t (with or without
 // LayerNorm and Prompt); E, P, W_Q, W_K, W_V and W_O are drawn from N(0,
 // 1/D) (tableInitStd), LN_gain = 1, LN_bias = 0. The first update moves B
@@ -150,7 +152,7 @@ const identityInitStd = 0.02
 // h, and since W_V, W_O and the embeddings are not 0, into every parameter
 // of the attention.
 //
-// "identity" (the paper's construction, Dim = Vocab): E = identity, P = 0,
+// "identity" (the paper's construction, Dim = Vocab; also Init ""): E = identity, P = 0,
 // W_O = 0 (attention adds nothing, but its gradient is not zero), U (D, V)
 // with U[x][a] = the bigram logit of x -> a on support entries and 0
 // elsewhere (masked anyway; see below for LayerNorm), and W_Q, W_K, W_V

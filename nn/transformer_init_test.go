@@ -118,7 +118,7 @@ func TestTransformerTableInitGradientFlow(t *testing.T) {
 			v := 8
 			s := randomSupport(rng, v)
 			cfg := TransformerConfig{Vocab: v, Support: s, Dim: tc.width, Heads: tc.heads, Context: 3, Positional: tc.positional,
-				Prompt: tc.prompt, LayerNorm: tc.ln}
+				Prompt: tc.prompt, LayerNorm: tc.ln, Init: "table"}
 			tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
 			if err != nil {
 				t.Fatal(err)

@@ -145,7 +145,8 @@ func TestTransformerConfigValidate(t *testing.T) {
 		})
 	}
 	for _, c := range []TransformerConfig{
-		{Vocab: 4, Support: s, Dim: 64, Heads: 1, Context: 8, Positional: "learned", LayerNorm: true},
+		{Vocab: 4, Support: s, Dim: 64, Heads: 1, Context: 8, Positional: "learned", LayerNorm: true, Init: "table"},
+		{Vocab: 4, Support: s, Dim: 4, Heads: 1, Context: 8, Positional: "learned"},
 		{Vocab: 4, Support: s, Dim: 3, Heads: 1, Context: 1, Positional: "none", Init: "table"},
 		{Vocab: 4, Support: s, Dim: 4, Heads: 2, Context: 8, Positional: "learned", Init: "identity"},
 	} {
@@ -159,12 +160,17 @@ func TestTransformerConfigValidate(t *testing.T) {
 	if _, err := NewTransformerFromBigram(c, make([]float64, s.NNZ()), rng); err == nil || !strings.Contains(err.Error(), "dim 8") {
 		t.Errorf("dim != vocab with init identity: got %v, want an error naming the dim", err)
 	}
-	tr, err := NewTransformerFromBigram(ok, make([]float64, s.NNZ()), rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := tr.Config().Init; got != "table" {
-		t.Errorf("resolved init: got %q, want \"table\"", got)
+	for _, tc := range []struct {
+		cfg  TransformerConfig
+		want string
+	}{{ok, "table"}, {TransformerConfig{Vocab: 4, Support: s, Dim: 4, Heads: 1, Context: 2, Positional: "none"}, "identity"}} {
+		tr, err := NewTransformerFromBigram(tc.cfg, make([]float64, s.NNZ()), rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tr.Config().Init; got != tc.want {
+			t.Errorf("init %q: got resolved init %q, want %q", tc.cfg.Init, got, tc.want)
+		}
 	}
 }
 
