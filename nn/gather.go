@@ -33,10 +33,12 @@ func gather(x, idx *G.Node) (*G.Node, error) {
 	return G.ApplyOp(op, x, idx) // (M[, W]), (n) -> (n[, W])
 }
 
-// gatherOp is (x (M[, W]) float64, idx (n) Int) -> (n[, W]).
+// gatherOp is (x (M[, W]) float64, idx (n) Int) -> (n[, W]). Do writes
+// into an output it keeps from run to run (as the fused ops do).
 type gatherOp struct {
-	in tensor.Shape // input shape
-	n  int          // number of indices
+	in  tensor.Shape  // input shape
+	n   int           // number of indices
+	out *tensor.Dense // output reused by Do
 }
 
 // width returns the length of one gathered item (1 for a vector input).
@@ -78,17 +80,19 @@ func (op *gatherOp) Do(vals ...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("nn: gather: indices %T of %d: want %d ints", vals[1].Data(), vals[1].Shape().TotalSize(), op.n)
 	}
 	w, m := op.width(), op.in[0]
-	out := make([]float64, op.n*w)
+	val := buffer(&op.out, op.outShape())
+	out := val.Data().([]float64)
 	for i, j := range idx {
 		if j < -1 || j >= m {
 			return nil, fmt.Errorf("nn: gather: index %d is %d: want in [0, %d) or -1", i, j, m)
 		}
 		if j == -1 {
+			clear(out[i*w : (i+1)*w])
 			continue
 		}
 		copy(out[i*w:(i+1)*w], x[j*w:(j+1)*w])
 	}
-	return tensor.New(tensor.WithShape(op.outShape()...), tensor.WithBacking(out)), nil
+	return val, nil
 }
 
 func (op *gatherOp) ReturnsPtr() bool     { return false }
@@ -113,8 +117,11 @@ func (op *gatherOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, erro
 }
 
 // scatterAddOp is the backward of gatherOp: (g (n[, W]), idx (n)) -> dx
-// (M[, W]) with dx[idx[i]] += g[i].
-type scatterAddOp struct{ fwd *gatherOp }
+// (M[, W]) with dx[idx[i]] += g[i]. Do reuses its output from run to run.
+type scatterAddOp struct {
+	fwd *gatherOp
+	out *tensor.Dense
+}
 
 func (op *scatterAddOp) Arity() int { return 2 }
 
@@ -141,7 +148,9 @@ func (op *scatterAddOp) Do(vals ...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("nn: gather backward: indices %T: want %d ints", vals[1].Data(), op.fwd.n)
 	}
 	m := op.fwd.in[0]
-	out := make([]float64, op.fwd.in.TotalSize())
+	val := buffer(&op.out, op.fwd.in)
+	out := val.Data().([]float64)
+	clear(out)
 	for i, j := range idx {
 		if j < -1 || j >= m {
 			return nil, fmt.Errorf("nn: gather backward: index %d is %d: want in [0, %d) or -1", i, j, m)
@@ -154,7 +163,7 @@ func (op *scatterAddOp) Do(vals ...G.Value) (G.Value, error) {
 			dst[c] += v
 		}
 	}
-	return tensor.New(tensor.WithShape(op.fwd.in.Clone()...), tensor.WithBacking(out)), nil
+	return val, nil
 }
 
 func (op *scatterAddOp) ReturnsPtr() bool     { return false }

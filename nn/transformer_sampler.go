@@ -95,20 +95,18 @@ func floatsOf(n *G.Node) []float64 { return n.Value().Data().([]float64) }
 // A sampler is for one goroutine; samplers of one snapshot share its
 // tables.
 type TransformerSampler struct {
-	sn      *TransformerSnapshot
-	kv      []float64 // (C, (1+H) D) ring: the n-th token pushed in slot n mod C, key then values
-	pkv     []float64 // ((1+H) D) the prompt's key and values
-	cur     []float64 // (W) the current token's record: h | q | k | vo
-	prompt  bool      // pkv holds the current sequence's prompt
-	start   int       // absolute position of the first token pushed
-	n       int       // tokens pushed
-	last    int       // last token pushed
-	scores  []float64 // (C+1) scratch
-	attn    []float64 // (C+1) the last Push's attention weights, averaged over heads
-	logp    []float64 // (R) log-probs over Row(last)
-	prob    []float64 // (R) probabilities over Row(last)
-	scratch []float64 // (1) segmentLogSoftmaxForward's
-	offsets []int     // {0, len(row)}
+	sn     *TransformerSnapshot
+	kv     []float64 // (C, (1+H) D) ring: the n-th token pushed in slot n mod C, key then values
+	pkv    []float64 // ((1+H) D) the prompt's key and values
+	cur    []float64 // (W) the current token's record: h | q | k | vo
+	prompt bool      // pkv holds the current sequence's prompt
+	start  int       // absolute position of the first token pushed
+	n      int       // tokens pushed
+	last   int       // last token pushed
+	scores []float64 // (C+1) scratch
+	attn   []float64 // (C+1) the last Push's attention weights, averaged over heads
+	logp   []float64 // (R) log-probs over Row(last)
+	prob   []float64 // (R) probabilities over Row(last)
 }
 
 // Sampler returns a sampler reading the snapshot's tables. With Prompt,
@@ -117,7 +115,7 @@ func (sn *TransformerSnapshot) Sampler() *TransformerSampler {
 	c, d, hd, r := sn.cfg.Context, sn.d, sn.heads, sn.cfg.maxRow()
 	return &TransformerSampler{sn: sn, kv: make([]float64, c*(1+hd)*d), pkv: make([]float64, (1+hd)*d),
 		cur: make([]float64, sn.w), scores: make([]float64, c+1), attn: make([]float64, c+1),
-		logp: make([]float64, 0, r), prob: make([]float64, 0, r), scratch: make([]float64, 1), offsets: make([]int, 2)}
+		logp: make([]float64, 0, r), prob: make([]float64, 0, r)}
 }
 
 // Sampler returns a sampler of the current parameters, on a snapshot of
@@ -227,12 +225,8 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 	for e := lo; e < hi; e++ {
 		s.logp[e-lo] = dot(h, sn.out[e*d:(e+1)*d]) + sn.bias[e]
 	}
-	s.offsets[1] = hi - lo
-	segmentLogSoftmaxForward(s.logp, s.logp, s.offsets, s.scratch)
 	s.prob = s.prob[:hi-lo]
-	for j, lp := range s.logp {
-		s.prob[j] = math.Exp(lp)
-	}
+	rowLogSoftmax(s.logp, s.prob, s.logp)
 	s.n++
 	s.last = x
 	return s.logp, nil

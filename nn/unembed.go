@@ -1,8 +1,6 @@
 package nn
 
 import (
-	"math"
-
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -69,40 +67,26 @@ func (k *unembedKernel) forward(out []float64, in [][]float64) error {
 	if k.hasB {
 		b = in[2]
 	}
-	next := l.support.Next
+	s := l.support
 	k.pi = grow(k.pi, len(out))
-	offsets := []int{0, r}
 	parallelFor(l.n(), 64, func(lo, hi int) {
-		lse := make([]float64, 1)
 		for n := lo; n < hi; n++ {
-			h := hn[n*d : (n+1)*d]
-			z := out[n*r : (n+1)*r]
-			for j, e := range l.entries[n*r : (n+1)*r] {
-				if e < 0 {
-					z[j] = maskLogit
-					continue
-				}
-				z[j] = k.logit(h, u, next[e])
+			h, x := hn[n*d:(n+1)*d], l.tok[n]
+			e0, nv := s.Offsets[x], s.Offsets[x+1]-s.Offsets[x] // the row's entries fill slots [0, nv)
+			z, pi := out[n*r:(n+1)*r], k.pi[n*r:(n+1)*r]
+			for j := 0; j < nv; j++ {
+				z[j] = k.logit(h, u, s.Next[e0+j])
 				if b != nil {
-					z[j] += b[e]
+					z[j] += b[e0+j]
 				}
 			}
-			segmentLogSoftmaxForward(z, z, offsets, lse)
-			for j, lp := range z {
-				k.pi[n*r+j] = expUnmasked(lp, l.entries[n*r+j])
+			m, lse := rowLogSoftmax(z, pi, z[:nv])
+			for j := nv; j < r; j++ { // masked: log-softmax of maskLogit, probability exactly 0
+				z[j], pi[j] = (maskLogit-m)-lse, 0
 			}
 		}
 	})
 	return nil
-}
-
-// expUnmasked returns exp(lp) for an unmasked slot (entry e >= 0) and 0
-// for a masked one, whose probability is exactly 0 anyway.
-func expUnmasked(lp float64, e int) float64 {
-	if e < 0 {
-		return 0
-	}
-	return math.Exp(lp)
 }
 
 func (k *unembedKernel) backward(grads [][]float64, in [][]float64, g []float64) error {
@@ -121,9 +105,9 @@ func (k *unembedKernel) backward(grads [][]float64, in [][]float64, g []float64)
 			dh := dhn[n*d : (n+1)*d]
 			clear(dh)
 			for j, e := range l.entries[n*r : (n+1)*r] {
-				dz[j] = 0
 				if e < 0 {
-					continue
+					clear(dz[j:])
+					break
 				}
 				dz[j] = gr[j] - pi[j]*sum
 				a := next[e]
