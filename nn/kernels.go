@@ -76,6 +76,18 @@ func gemm(transA, transB bool, alpha float64, a, b matrix, beta float64, c matri
 	blas64.Gemm(ta, tb, alpha, a, b, beta, c)
 }
 
+// gemv computes y = alpha op(a) x + beta y, op a transpose when trans.
+func gemv(trans bool, alpha float64, a matrix, x []float64, beta float64, y []float64) {
+	if a.Rows == 0 || a.Cols == 0 {
+		return
+	}
+	t := blas.NoTrans
+	if trans {
+		t = blas.Trans
+	}
+	blas64.Gemv(t, alpha, a, blas64.Vector{N: len(x), Inc: 1, Data: x}, beta, blas64.Vector{N: len(y), Inc: 1, Data: y})
+}
+
 // parallelFor calls fn on contiguous chunks [lo, hi) covering [0, n), on
 // up to GOMAXPROCS goroutines (the caller's included), chunks of at least
 // grain items; it returns when every chunk is done. fn must treat its

@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -91,6 +92,7 @@ func benchTrain(b *testing.B, s Support, logits []float64, cfg TransformerConfig
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuSeconds()
 	for b.Loop() {
 		for _, rows := range fills {
 			if err := fw.SetWindows(rows); err != nil {
@@ -104,11 +106,17 @@ func benchTrain(b *testing.B, s Support, logits []float64, cfg TransformerConfig
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(b.N*runs*trained)/b.Elapsed().Seconds(), "tokens/s")
+	tokens := float64(b.N * runs * trained)
+	b.ReportMetric(tokens/b.Elapsed().Seconds(), "tokens/s")
+	b.ReportMetric((cpuSeconds()-cpu)*1e9/tokens, "cpu-ns/token")
 }
 
 // benchWidths are the widths the benchmarks run at (Init "table").
 var benchWidths = []int{16, 32, 64}
+
+// The benchmarks report wall-time throughput (tokens/s, on all cores) and
+// the CPU time spent per token (cpu-ns/token, all cores summed), which
+// other processes on a shared machine disturb less.
 
 // BenchmarkTransformerTrain measures PPO-like updates (benchTrain) of a
 // one-head transformer with a window of 8 and learned positions, rows of
@@ -147,10 +155,10 @@ func BenchmarkTransformerTrain(b *testing.B) {
 func benchSample(b *testing.B, s Support, prompt bool, newSampler func() *TransformerSampler) {
 	b.ReportAllocs()
 	b.ResetTimer()
-	var seed uint64
+	cpu := cpuSeconds()
+	var seed atomic.Uint64
 	b.RunParallel(func(pb *testing.PB) {
-		seed++
-		rng := rand.New(rand.NewPCG(seed, 7))
+		rng := rand.New(rand.NewPCG(seed.Add(1), 7))
 		smp := newSampler()
 		x := rng.IntN(s.Rows())
 		reset := func() {
@@ -179,6 +187,7 @@ func benchSample(b *testing.B, s Support, prompt bool, newSampler func() *Transf
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+	b.ReportMetric((cpuSeconds()-cpu)*1e9/float64(b.N), "cpu-ns/token")
 }
 
 // BenchmarkTransformerSampler measures sampling on all cores, one

@@ -13,8 +13,8 @@ import (
 // Transformer's parameter values, precomputed once: per token x the record
 // [E[x] | E[x] W_Q | E[x] W_K | E[x] W_V[:, head h] W_O[head h, :] for each
 // head h] (V, (3+H) D), the same per position residue for P, the output
-// embedding and the logit B of every support entry's next token in entry
-// order (NNZ, D) and (NNZ), and the layer norm's gain and bias. The first
+// embeddings U (V, D) (row a: token a's), the per-entry logits B (NNZ) and
+// the layer norm's gain and bias. The first
 // layer is linear in h0 = E[x] + P[c], so a token's record at a position
 // is the sum of two rows, and a sampler's Push costs O(Context*D + R*D).
 //
@@ -26,7 +26,7 @@ type TransformerSnapshot struct {
 	d, heads, w    int       // width, heads, record width (3+H) D
 	tok            []float64 // (V, W) token records
 	pos            []float64 // (C, W) position records, nil without positions
-	out            []float64 // (NNZ, D) output embedding of each entry's next token
+	unemb          []float64 // (V, D) output embeddings, row a token a's
 	bias           []float64 // (NNZ) per-entry logit B (zeros with Init "identity")
 	lnGain, lnBias []float64 // (D) each, nil without LayerNorm
 }
@@ -60,21 +60,16 @@ func (tr *Transformer) Snapshot() *TransformerSnapshot {
 	if tr.pos != nil {
 		sn.pos = records(floatsOf(tr.pos), c)
 	}
-	s := cfg.Support
-	sn.out, sn.bias = make([]float64, s.NNZ()*d), make([]float64, s.NNZ())
 	u := floatsOf(tr.unemb)
-	for e, a := range s.Next {
-		o := sn.out[e*d : (e+1)*d]
-		if tr.bias == nil { // identity: U is (D, V), column a
-			for i := range o {
-				o[i] = u[i*v+a]
-			}
-			continue
-		}
-		copy(o, u[a*d:(a+1)*d])
-	}
+	sn.unemb, sn.bias = slices.Clone(u), make([]float64, cfg.Support.NNZ())
 	if tr.bias != nil {
 		copy(sn.bias, floatsOf(tr.bias))
+	} else { // identity: U is (D, V), column a is token a's
+		for a := 0; a < v; a++ {
+			for i := 0; i < d; i++ {
+				sn.unemb[a*d+i] = u[i*v+a]
+			}
+		}
 	}
 	if tr.lnGain != nil {
 		sn.lnGain, sn.lnBias = slices.Clone(floatsOf(tr.lnGain)), slices.Clone(floatsOf(tr.lnBias))
@@ -89,32 +84,36 @@ func floatsOf(n *G.Node) []float64 { return n.Value().Data().([]float64) }
 // in plain Go for one growing sequence, from a TransformerSnapshot's
 // tables and a ring cache of the keys and values (through W_O) of the
 // last Context tokens (and, with Prompt, of the prompt, kept for the whole
-// sequence). It builds no graph and allocates nothing per token. Its
-// log-probabilities equal the training graph's (to rounding).
+// sequence). It builds no graph and allocates nothing per token: a Push
+// is a few row additions, per head one matrix-vector product over the
+// ring for the scores and one for the values, and one dot product per
+// valid next token. Its log-probabilities equal the training graph's (to
+// rounding).
 //
 // A sampler is for one goroutine; samplers of one snapshot share its
 // tables.
 type TransformerSampler struct {
-	sn     *TransformerSnapshot
-	kv     []float64 // (C, (1+H) D) ring: the n-th token pushed in slot n mod C, key then values
-	pkv    []float64 // ((1+H) D) the prompt's key and values
-	cur    []float64 // (W) the current token's record: h | q | k | vo
-	prompt bool      // pkv holds the current sequence's prompt
-	start  int       // absolute position of the first token pushed
-	n      int       // tokens pushed
-	last   int       // last token pushed
-	scores []float64 // (C+1) scratch
-	attn   []float64 // (C+1) the last Push's attention weights, averaged over heads
-	logp   []float64 // (R) log-probs over Row(last)
-	prob   []float64 // (R) probabilities over Row(last)
+	sn      *TransformerSnapshot
+	ring    []float64 // (C, W) the records h | q | k | vo of the last Context tokens, the n-th pushed in row n mod C
+	pkey    []float64 // (D) the prompt's key
+	pval    []float64 // (H D) the prompt's values
+	prompt  bool      // pkey and pval hold the current sequence's prompt
+	start   int       // absolute position of the first token pushed
+	n       int       // tokens pushed
+	last    int       // last token pushed
+	weights []float64 // (H, C+1) the last Push's attention weights per head, unnormalised: the prompt's (when there is one), then ring rows 0..
+	norm    []float64 // (H) 1 / the sum of each head's weights
+	attn    []float64 // (C+1) Attention's average over heads, in key order
+	logp    []float64 // (R) log-probs over Row(last)
+	prob    []float64 // (R) probabilities over Row(last)
 }
 
 // Sampler returns a sampler reading the snapshot's tables. With Prompt,
 // start each sequence with ResetPrompt or ResetAt.
 func (sn *TransformerSnapshot) Sampler() *TransformerSampler {
 	c, d, hd, r := sn.cfg.Context, sn.d, sn.heads, sn.cfg.maxRow()
-	return &TransformerSampler{sn: sn, kv: make([]float64, c*(1+hd)*d), pkv: make([]float64, (1+hd)*d),
-		cur: make([]float64, sn.w), scores: make([]float64, c+1), attn: make([]float64, c+1),
+	return &TransformerSampler{sn: sn, ring: make([]float64, c*sn.w), pkey: make([]float64, d), pval: make([]float64, hd*d),
+		weights: make([]float64, hd*(c+1)), norm: make([]float64, hd), attn: make([]float64, c+1),
 		logp: make([]float64, 0, r), prob: make([]float64, 0, r)}
 }
 
@@ -146,7 +145,9 @@ func (s *TransformerSampler) ResetAt(start, prompt int) error {
 	if prompt < 0 || prompt >= sn.cfg.Vocab {
 		return fmt.Errorf("nn: transformer sampler: prompt %d: want in [0, %d)", prompt, sn.cfg.Vocab)
 	}
-	copy(s.pkv, sn.tok[prompt*sn.w+2*sn.d:(prompt+1)*sn.w]) // no positional embedding
+	rec := sn.tok[prompt*sn.w : (prompt+1)*sn.w] // no positional embedding
+	copy(s.pkey, rec[2*sn.d:3*sn.d])
+	copy(s.pval, rec[3*sn.d:])
 	s.prompt = true
 	return nil
 }
@@ -172,48 +173,47 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 		return nil, fmt.Errorf("nn: transformer sampler: transition %d -> %d: not in the support", s.last, x)
 	}
 	d, c, hd, w := sn.d, cfg.Context, sn.heads, sn.w
-	kvw, dh := (1+hd)*d, d/hd
-	cur := s.cur
-	copy(cur, sn.tok[x*w:(x+1)*w])
-	if sn.pos != nil {
+	dh, slot := d/hd, s.n%c
+	rec, tok := s.ring[slot*w:(slot+1)*w], sn.tok[x*w:(x+1)*w]
+	if sn.pos != nil { // the record of x at its position: token's + position's
 		ps := (s.start + s.n) % c
-		addTo(cur, sn.pos[ps*w:(ps+1)*w])
+		addTwo(rec, tok, sn.pos[ps*w:(ps+1)*w])
+	} else {
+		copy(rec, tok)
 	}
-	slot := s.n % c
-	copy(s.kv[slot*kvw:(slot+1)*kvw], cur[2*d:])
-	h, q := cur[:d], cur[d:2*d] // the residual stream starts at h0
+	h, q := rec[:d], rec[d:2*d] // the residual stream starts at h0; later pushes read only k and vo
 
-	// Attention over the prompt, when there is one, and positions first..n
-	// (at most Context of them), head by head: key i < lead is the
-	// prompt's. Values are already through W_O, so each head adds its
-	// weighted values to the residual stream directly.
-	first := max(0, s.n-c+1)
-	lead := 0
+	// Attention over the prompt, when there is one, and the ring's rows
+	// (the last min(n+1, Context) tokens), head by head. Values are
+	// already through W_O, so each head adds its weighted values to the
+	// residual stream directly.
+	lead, rows := 0, min(s.n+1, c)
 	if s.prompt {
 		lead = 1
 	}
-	nk := lead + s.n - first + 1
 	scale := 1 / math.Sqrt(float64(dh))
-	s.attn = s.attn[:nk]
-	clear(s.attn)
-	sc := s.scores[:nk]
 	for hh := 0; hh < hd; hh++ {
-		qh := q[hh*dh : (hh+1)*dh]
-		m := math.Inf(-1)
-		for i := range sc {
-			kv := s.keyValues(i, lead, first, kvw)
-			sc[i] = dot(qh, kv[hh*dh:(hh+1)*dh]) * scale
-			m = max(m, sc[i])
+		qh, wt := q[hh*dh:(hh+1)*dh], s.weights[hh*(c+1):hh*(c+1)+lead+rows]
+		if s.prompt {
+			wt[0] = dot(qh, s.pkey[hh*dh:(hh+1)*dh]) * scale
+		}
+		gemv(false, scale, view(s.ring, 2*d+hh*dh, rows, dh, w), qh, 0, wt[lead:]) // (rows, dh) x (dh) -> (rows)
+		m := wt[0]
+		for _, v := range wt {
+			if v > m {
+				m = v
+			}
 		}
 		sum := 0.0
-		for i, v := range sc {
-			sc[i] = math.Exp(v - m)
-			sum += sc[i]
+		for i, v := range wt {
+			wt[i] = math.Exp(v - m)
+			sum += wt[i]
 		}
-		for i, a := range sc {
-			a /= sum
-			s.attn[i] += a / float64(hd)
-			axpy(h, a, s.keyValues(i, lead, first, kvw)[(1+hh)*d:(2+hh)*d])
+		inv := 1 / sum
+		s.norm[hh] = inv
+		gemv(true, inv, view(s.ring, (3+hh)*d, rows, d, w), wt[lead:], 1, h) // (D, rows) x (rows) -> (D)
+		if s.prompt {
+			axpy(h, wt[0]*inv, s.pval[hh*d:(hh+1)*d])
 		}
 	}
 
@@ -221,32 +221,44 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 		layerNormVec(h, sn.lnGain, sn.lnBias)
 	}
 	lo, hi := cfg.Support.Offsets[x], cfg.Support.Offsets[x+1]
-	s.logp = s.logp[:hi-lo]
+	s.logp, s.prob = s.logp[:hi-lo], s.prob[:hi-lo]
 	for e := lo; e < hi; e++ {
-		s.logp[e-lo] = dot(h, sn.out[e*d:(e+1)*d]) + sn.bias[e]
+		a := cfg.Support.Next[e]
+		s.logp[e-lo] = dot(h, sn.unemb[a*d:(a+1)*d]) + sn.bias[e]
 	}
-	s.prob = s.prob[:hi-lo]
 	rowLogSoftmax(s.logp, s.prob, s.logp)
 	s.n++
 	s.last = x
 	return s.logp, nil
 }
 
-// keyValues returns the key and values of attention key i: the prompt's
-// for i < lead, else those of the token pushed (first + i - lead)-th.
-func (s *TransformerSampler) keyValues(i, lead, first, kvw int) []float64 {
-	if i < lead {
-		return s.pkv
-	}
-	sl := (first + i - lead) % s.sn.cfg.Context
-	return s.kv[sl*kvw : (sl+1)*kvw]
-}
-
 // Attention returns the attention weights of the last Push, averaged over
 // the heads: the prompt's first when there is one, then the window's
 // positions from the oldest to the current token (last). The slice is
-// reused by the next Push.
-func (s *TransformerSampler) Attention() []float64 { return s.attn }
+// reused by the next call.
+func (s *TransformerSampler) Attention() []float64 {
+	if s.n == 0 {
+		return s.attn[:0]
+	}
+	hd, c := s.sn.heads, s.sn.cfg.Context
+	lead, rows := 0, min(s.n, c)
+	if s.prompt {
+		lead = 1
+	}
+	first := s.n - rows // the oldest token in the window, in ring row first mod C
+	s.attn = s.attn[:lead+rows]
+	clear(s.attn)
+	for hh := 0; hh < hd; hh++ {
+		wt, f := s.weights[hh*(c+1):], s.norm[hh]/float64(hd)
+		if s.prompt {
+			s.attn[0] += wt[0] * f
+		}
+		for i := 0; i < rows; i++ {
+			s.attn[lead+i] += wt[lead+(first+i)%c] * f
+		}
+	}
+	return s.attn
+}
 
 // Sample draws the next token from the distribution the last Push
 // returned; it needs at least one Push. A draw past the last entry (the
