@@ -95,7 +95,6 @@ const attentionShards = 2
 // attentionShard is the scratch of one shard of rows.
 type attentionShard struct {
 	rec, drec   []float64 // (T+1, W) records of one row and their gradients: tokens, then the prompt
-	keys        []int     // (Context+1) key slots of one position
 	da          []float64 // (Context+1) gradients of the attention weights
 	dtabE, dEU  []float64 // (U, W), (U, D) the shard's sums per token
 	dtabP, dPos []float64 // (C, W), (C, D) the shard's sums per residue
@@ -144,20 +143,6 @@ func (k *attentionKernel) rowRecords(sh *attentionShard, b int) {
 	}
 }
 
-// keys returns the local key slots of token t of a row: the prompt (local
-// slot T) when there is one, then tokens max(0, t-Context+1) .. t.
-func (k *attentionKernel) keys(t int, dst []int) []int {
-	l := k.lay
-	dst = dst[:0]
-	if l.prompt {
-		dst = append(dst, l.t)
-	}
-	for j := max(0, t-l.ctx+1); j <= t; j++ {
-		dst = append(dst, j)
-	}
-	return dst
-}
-
 func (k *attentionKernel) forward(out []float64, in [][]float64) error {
 	l, d, w, hd := k.lay, k.d, k.width(), k.heads
 	dh := d / hd
@@ -186,13 +171,17 @@ func (k *attentionKernel) forward(out []float64, in [][]float64) error {
 	kmax := c + 1
 	k.alpha = grow(k.alpha, l.n()*hd*kmax)
 	scale := 1 / math.Sqrt(float64(dh))
+	lead := 0
+	if l.prompt {
+		lead = 1
+	}
 	k.eachShard(func(sh *attentionShard, lo, hi int) {
-		sh.keys = grow(sh.keys, kmax)
+		pr := l.t * w // the prompt's record in sh.rec
 		for b := lo; b < hi; b++ {
 			k.rowRecords(sh, b)
 			for t := 0; t < l.t; t++ {
-				n := b*l.t + t
-				keys := k.keys(t, sh.keys)
+				n, j0 := b*l.t+t, max(0, t-c+1) // keys: [the prompt,] tokens j0..t
+				nw := t - j0 + 1
 				hn, x := out[n*d:(n+1)*d], l.tok[n]
 				if p != nil {
 					addTwo(hn, e[x*d:(x+1)*d], p[l.pos[n]*d:(l.pos[n]+1)*d])
@@ -201,20 +190,30 @@ func (k *attentionKernel) forward(out []float64, in [][]float64) error {
 				}
 				q := sh.rec[t*w : t*w+d]
 				for h := 0; h < hd; h++ {
-					al := k.alpha[(n*hd+h)*kmax : (n*hd+h)*kmax+len(keys)]
-					m := math.Inf(-1)
-					for i, j := range keys {
-						al[i] = dot(q[h*dh:(h+1)*dh], sh.rec[j*w+d+h*dh:j*w+d+(h+1)*dh]) * scale
-						m = max(m, al[i])
+					qh := q[h*dh : (h+1)*dh]
+					al := k.alpha[(n*hd+h)*kmax : (n*hd+h)*kmax+lead+nw]
+					if l.prompt {
+						al[0] = dot(qh, sh.rec[pr+d+h*dh:pr+d+(h+1)*dh]) * scale
+					}
+					gemv(false, scale, view(sh.rec, j0*w+d+h*dh, nw, dh, w), qh, 0, al[lead:]) // (nw, dh) x (dh) -> (nw)
+					m := al[0]
+					for _, v := range al {
+						if v > m {
+							m = v
+						}
 					}
 					sum := 0.0
 					for i, v := range al {
 						al[i] = math.Exp(v - m)
 						sum += al[i]
 					}
-					for i, j := range keys {
-						al[i] /= sum
-						axpy(hn, al[i], sh.rec[j*w+(2+h)*d:j*w+(3+h)*d])
+					inv := 1 / sum
+					for i := range al {
+						al[i] *= inv
+					}
+					gemv(true, 1, view(sh.rec, j0*w+(2+h)*d, nw, d, w), al[lead:], 1, hn) // (D, nw) x (nw) -> (D)
+					if l.prompt {
+						axpy(hn, al[0], sh.rec[pr+(2+h)*d:pr+(3+h)*d])
 					}
 				}
 			}
@@ -230,6 +229,10 @@ func (k *attentionKernel) backward(grads [][]float64, in [][]float64, g []float6
 	de, dp, dwq, dwk, dwv, dwo := k.params(grads)
 	nu, c, kmax := len(l.uniq), l.ctx, l.ctx+1
 	scale := 1 / math.Sqrt(float64(dh))
+	lead := 0
+	if l.prompt {
+		lead = 1
+	}
 
 	// Per shard of rows: the gradients of each row's records, summed per
 	// token and per residue with the residual's.
@@ -243,26 +246,39 @@ func (k *attentionKernel) backward(grads [][]float64, in [][]float64, g []float6
 			clear(sh.dtabP)
 			clear(sh.dPos)
 		}
+		pr := l.t * w // the prompt's record in sh.rec and sh.drec
 		for b := lo; b < hi; b++ {
 			k.rowRecords(sh, b)
 			clear(sh.drec)
 			for t := 0; t < l.t; t++ {
-				n := b*l.t + t
-				keys := k.keys(t, sh.keys)
+				n, j0 := b*l.t+t, max(0, t-c+1)
+				nw := t - j0 + 1
 				gn := g[n*d : (n+1)*d]
 				q, dq := sh.rec[t*w:t*w+d], sh.drec[t*w:t*w+d]
 				for h := 0; h < hd; h++ {
-					al := k.alpha[(n*hd+h)*kmax : (n*hd+h)*kmax+len(keys)]
-					sum := 0.0
-					for i, j := range keys {
-						sh.da[i] = dot(gn, sh.rec[j*w+(2+h)*d:j*w+(3+h)*d])
-						sum += al[i] * sh.da[i]
+					qh, dqh := q[h*dh:(h+1)*dh], dq[h*dh:(h+1)*dh]
+					al := k.alpha[(n*hd+h)*kmax : (n*hd+h)*kmax+lead+nw]
+					da := sh.da[:lead+nw]
+					vals, dvals := view(sh.rec, j0*w+(2+h)*d, nw, d, w), view(sh.drec, j0*w+(2+h)*d, nw, d, w)
+					keys, dkeys := view(sh.rec, j0*w+d+h*dh, nw, dh, w), view(sh.drec, j0*w+d+h*dh, nw, dh, w)
+					gemv(false, 1, vals, gn, 0, da[lead:]) // (nw, D) x (D) -> (nw): d loss / d alpha
+					if l.prompt {
+						da[0] = dot(gn, sh.rec[pr+(2+h)*d:pr+(3+h)*d])
 					}
-					for i, j := range keys {
-						axpy(sh.drec[j*w+(2+h)*d:j*w+(3+h)*d], al[i], gn)
-						ds := al[i] * (sh.da[i] - sum) * scale
-						axpy(dq[h*dh:(h+1)*dh], ds, sh.rec[j*w+d+h*dh:j*w+d+(h+1)*dh])
-						axpy(sh.drec[j*w+d+h*dh:j*w+d+(h+1)*dh], ds, q[h*dh:(h+1)*dh])
+					sum := 0.0
+					for i, a := range al {
+						sum += a * da[i]
+					}
+					ger(1, al[lead:], gn, dvals) // (nw) x (D) -> (nw, D): d loss / d vo
+					for i, a := range al {
+						da[i] = a * (da[i] - sum) * scale // d loss / d score
+					}
+					gemv(true, 1, keys, da[lead:], 1, dqh) // (dh, nw) x (nw) -> (dh)
+					ger(1, da[lead:], qh, dkeys)           // (nw) x (dh) -> (nw, dh): d loss / d k
+					if l.prompt {
+						axpy(sh.drec[pr+(2+h)*d:pr+(3+h)*d], al[0], gn)
+						axpy(dqh, da[0], sh.rec[pr+d+h*dh:pr+d+(h+1)*dh])
+						axpy(sh.drec[pr+d+h*dh:pr+d+(h+1)*dh], da[0], qh)
 					}
 				}
 			}

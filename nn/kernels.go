@@ -88,6 +88,14 @@ func gemv(trans bool, alpha float64, a matrix, x []float64, beta float64, y []fl
 	blas64.Gemv(t, alpha, a, blas64.Vector{N: len(x), Inc: 1, Data: x}, beta, blas64.Vector{N: len(y), Inc: 1, Data: y})
 }
 
+// ger adds alpha x y^T to a (len(x), len(y)).
+func ger(alpha float64, x, y []float64, a matrix) {
+	if a.Rows == 0 || a.Cols == 0 {
+		return
+	}
+	blas64.Ger(alpha, blas64.Vector{N: len(x), Inc: 1, Data: x}, blas64.Vector{N: len(y), Inc: 1, Data: y}, a)
+}
+
 // parallelFor calls fn on contiguous chunks [lo, hi) covering [0, n), on
 // up to GOMAXPROCS goroutines (the caller's included), chunks of at least
 // grain items; it returns when every chunk is done. fn must treat its
