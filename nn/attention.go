@@ -55,8 +55,9 @@ func attend(lay *windowLayout, heads int, emb, pos, wq, wk, wv, wo *G.Node) (*G.
 //
 // With W = (2+H) D and W_all = [W_Q | W_K | W_V[:, head 1] W_O[head 1, :] |
 // ... ] (D, W), the forward computes the tables T_E = E_u W_all (U, W) of
-// the U distinct tokens of the batch (E_u their embedding rows) and T_P =
-// P W_all (C, W); the record of a token at position residue c is T_E[x] +
+// the U distinct tokens of the batch (E_u their embedding rows; kept from
+// run to run while the parameters do not change, tokenTables) and T_P = P
+// W_all (C, W); the record of a token at position residue c is T_E[x] +
 // T_P[c] = [q | k | vo_1 .. vo_H], vo_h its value of head h already
 // through W_O. Attention then costs O(K D) per head and position, K <=
 // Context+1 keys.
@@ -77,10 +78,11 @@ type attentionKernel struct {
 	lay      *windowLayout
 	d, heads int
 	hasPos   bool
-	wAll     []float64 // (D, W)
-	eU, tabE []float64 // (U, D), (U, W)
-	tabP     []float64 // (C, W)
-	alpha    []float64 // (N, H, Context+1) attention weights, prompt first
+	wAll     []float64   // (D, W)
+	tabs     tokenTables // T_E, the token records, kept while the parameters do not change
+	eU       []float64   // (U, D) the embedding rows of the batch's distinct tokens
+	tabP     []float64   // (C, W)
+	alpha    []float64   // (N, H, Context+1) attention weights, prompt first
 	shards   [attentionShards]attentionShard
 	dtabE    []float64    // (U, W)
 	dtabP    []float64    // (C, W)
@@ -130,7 +132,7 @@ func (k *attentionKernel) rowRecords(sh *attentionShard, b int) {
 	sh.rec = grow(sh.rec, (l.t+1)*w)
 	for t := 0; t < l.t; t++ {
 		s := b*l.t + t
-		r, te := sh.rec[t*w:(t+1)*w], k.tabE[l.uidx[s]*w:(l.uidx[s]+1)*w]
+		r, te := sh.rec[t*w:(t+1)*w], k.tabs.row(l.tok[s], w)
 		if k.hasPos {
 			addTwo(r, te, k.tabP[l.pos[s]*w:(l.pos[s]+1)*w])
 		} else {
@@ -138,8 +140,7 @@ func (k *attentionKernel) rowRecords(sh *attentionShard, b int) {
 		}
 	}
 	if l.prompt {
-		u := l.uidx[l.n()+b]
-		copy(sh.rec[l.t*w:(l.t+1)*w], k.tabE[u*w:(u+1)*w])
+		copy(sh.rec[l.t*w:(l.t+1)*w], k.tabs.row(l.tok[l.n()+b], w))
 	}
 }
 
@@ -149,23 +150,24 @@ func (k *attentionKernel) forward(out []float64, in [][]float64) error {
 	e, p, wq, wk, wv, wo := k.params(in)
 	nu, c := len(l.uniq), l.ctx
 
-	k.wAll = grow(k.wAll, d*w)
-	for i := 0; i < d; i++ {
-		copy(k.wAll[i*w:i*w+d], wq[i*d:(i+1)*d])
-		copy(k.wAll[i*w+d:i*w+2*d], wk[i*d:(i+1)*d])
+	if k.tabs.refresh(in, len(e)/d, w) {
+		k.wAll = grow(k.wAll, d*w)
+		for i := 0; i < d; i++ {
+			copy(k.wAll[i*w:i*w+d], wq[i*d:(i+1)*d])
+			copy(k.wAll[i*w+d:i*w+2*d], wk[i*d:(i+1)*d])
+		}
+		for h := 0; h < hd; h++ { // (D, dh) x (dh, D) -> (D, D): W_V W_O of head h
+			gemm(false, false, 1, view(wv, h*dh, d, dh, d), view(wo, h*dh*d, dh, d, d), 0, view(k.wAll, (2+h)*d, d, d, w))
+		}
+		if p != nil {
+			k.tabP = grow(k.tabP, c*w)
+			gemm(false, false, 1, dense(p, c, d), dense(k.wAll, d, w), 0, dense(k.tabP, c, w)) // (C, D) x (D, W) -> (C, W)
+		}
 	}
-	for h := 0; h < hd; h++ { // (D, dh) x (dh, D) -> (D, D): W_V W_O of head h
-		gemm(false, false, 1, view(wv, h*dh, d, dh, d), view(wo, h*dh*d, dh, d, d), 0, view(k.wAll, (2+h)*d, d, d, w))
-	}
+	k.tabs.fill(l.uniq, e, k.wAll, d, w) // T_E = E_u W_all: (U, D) x (D, W) -> (U, W), rows not yet current only
 	k.eU = grow(k.eU, nu*d)
 	for u, x := range l.uniq {
 		copy(k.eU[u*d:(u+1)*d], e[x*d:(x+1)*d])
-	}
-	k.tabE = grow(k.tabE, nu*w)
-	gemm(false, false, 1, dense(k.eU, nu, d), dense(k.wAll, d, w), 0, dense(k.tabE, nu, w)) // (U, D) x (D, W) -> (U, W)
-	if p != nil {
-		k.tabP = grow(k.tabP, c*w)
-		gemm(false, false, 1, dense(p, c, d), dense(k.wAll, d, w), 0, dense(k.tabP, c, w)) // (C, D) x (D, W) -> (C, W)
 	}
 
 	kmax := c + 1
