@@ -162,7 +162,7 @@ func (s *TransformerSampler) Len() int { return s.n }
 // Push.
 func (s *TransformerSampler) Push(x int) ([]float64, error) {
 	sn := s.sn
-	cfg := sn.cfg
+	cfg := &sn.cfg
 	if x < 0 || x >= cfg.Vocab {
 		return nil, fmt.Errorf("nn: transformer sampler: token %d: want in [0, %d)", x, cfg.Vocab)
 	}
