@@ -1,7 +1,8 @@
 package nn
 
 // windowLayout is the integer side of a TransformerBatch: which token and
-// position each slot holds and how slots group by token, rebuilt by
+// position each slot holds, the batch's distinct tokens and the logit
+// slots grouped by next token, rebuilt by
 // SetWindows and read by the batch's fused ops (attention, unembedding)
 // at every run. Its slices are reused from fill to fill.
 //
@@ -17,11 +18,8 @@ type windowLayout struct {
 	tok []int // (S) token of each key slot
 	pos []int // (S) position residue (Start+t) mod Context of each key slot; -1 for prompts
 
-	// The distinct tokens of the key slots, ascending, and the key slots
-	// holding each: uslot[uoff[u]:uoff[u+1]] hold token uniq[u].
-	uniq, uidx, uoff, uslot []int
-	// The token positions of each residue c: pslot[poff[c]:poff[c+1]].
-	poff, pslot []int
+	uniq []int // the distinct tokens of the key slots, ascending
+	uidx []int // (S) the index in uniq of each key slot's token
 
 	entries []int // (N*R) support entry of each logit slot, -1 when masked
 	// The unmasked logit slots grouped by next token a:
@@ -41,8 +39,7 @@ func newWindowLayout(s Support, b, t, r, ctx int, prompt bool) *windowLayout {
 	}
 	v := s.Rows()
 	return &windowLayout{b: b, t: t, r: r, ctx: ctx, prompt: prompt, support: s,
-		tok: make([]int, sl), pos: make([]int, sl), uidx: make([]int, sl), uslot: make([]int, sl),
-		poff: make([]int, ctx+1), pslot: make([]int, n),
+		tok: make([]int, sl), pos: make([]int, sl), uidx: make([]int, sl),
 		entries: make([]int, n*r), aoff: make([]int, v+1), taken: make([]int, n), lens: make([]int, b),
 		cnt: make([]int, v+1)}
 }
@@ -89,56 +86,29 @@ func (l *windowLayout) fill(rows []Window) {
 		}
 	}
 	l.groupTokens()
-	l.groupPositions()
 	l.groupNext()
 }
 
-// groupTokens sorts the key slots by token (counting sort, stable).
+// groupTokens lists the distinct tokens of the key slots and indexes
+// each slot's token among them.
 func (l *windowLayout) groupTokens() {
-	cnt := l.cnt[:len(l.cnt)-1] // (V)
-	clear(cnt)
-	for _, x := range l.tok {
-		cnt[x]++
+	idx := l.cnt[:len(l.cnt)-1] // (V): -1, or the index in uniq of a present token
+	for i := range idx {
+		idx[i] = -1
 	}
-	l.uniq, l.uoff = l.uniq[:0], l.uoff[:0]
-	at := 0
-	for x, c := range cnt {
-		if c > 0 {
-			cnt[x] = len(l.uniq) // token -> its index in uniq
+	for _, x := range l.tok {
+		idx[x] = 0
+	}
+	l.uniq = l.uniq[:0]
+	for x, c := range idx {
+		if c == 0 {
+			idx[x] = len(l.uniq)
 			l.uniq = append(l.uniq, x)
-			l.uoff = append(l.uoff, at)
-			at += c
 		}
 	}
-	l.uoff = append(l.uoff, at)
 	for s, x := range l.tok {
-		l.uidx[s] = cnt[x]
+		l.uidx[s] = idx[x]
 	}
-	copy(cnt, l.uoff[:len(l.uniq)]) // write cursors, one per distinct token
-	for s, u := range l.uidx {
-		l.uslot[cnt[u]] = s
-		cnt[u]++
-	}
-}
-
-// groupPositions sorts the token positions by residue.
-func (l *windowLayout) groupPositions() {
-	off := l.poff
-	clear(off)
-	for _, c := range l.pos[:l.n()] {
-		off[c+1]++
-	}
-	for c := 0; c < l.ctx; c++ {
-		off[c+1] += off[c]
-	}
-	for p, c := range l.pos[:l.n()] {
-		l.pslot[off[c]] = p
-		off[c]++
-	}
-	for c := l.ctx; c > 0; c-- {
-		off[c] = off[c-1]
-	}
-	off[0] = 0
 }
 
 // groupNext sorts the unmasked logit slots by next token.
