@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/blas/gonum"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -27,6 +28,10 @@ func addTo(dst, x []float64) { floats.Add(dst, x) }
 
 // addTwo writes x + y into dst, all of one length.
 func addTwo(dst, x, y []float64) { floats.AddTo(dst, x, y) }
+
+// impl is gonum's native BLAS, called directly (blas64 adds an interface
+// call and argument structs per call, which show at the sampler's sizes).
+var impl gonum.Implementation
 
 // matrix is a row-major (rows, cols) view of data with the given row
 // stride, the blas64 form gemm takes: column blocks of a wider matrix are
@@ -85,7 +90,7 @@ func gemv(trans bool, alpha float64, a matrix, x []float64, beta float64, y []fl
 	if trans {
 		t = blas.Trans
 	}
-	blas64.Gemv(t, alpha, a, blas64.Vector{N: len(x), Inc: 1, Data: x}, beta, blas64.Vector{N: len(y), Inc: 1, Data: y})
+	impl.Dgemv(t, a.Rows, a.Cols, alpha, a.Data, a.Stride, x, 1, beta, y, 1)
 }
 
 // ger adds alpha x y^T to a (len(x), len(y)).
@@ -93,7 +98,7 @@ func ger(alpha float64, x, y []float64, a matrix) {
 	if a.Rows == 0 || a.Cols == 0 {
 		return
 	}
-	blas64.Ger(alpha, blas64.Vector{N: len(x), Inc: 1, Data: x}, blas64.Vector{N: len(y), Inc: 1, Data: y}, a)
+	impl.Dger(a.Rows, a.Cols, alpha, x, 1, y, 1, a.Data, a.Stride)
 }
 
 // parallelFor calls fn on contiguous chunks [lo, hi) covering [0, n), on

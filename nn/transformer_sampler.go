@@ -29,6 +29,7 @@ type TransformerSnapshot struct {
 	unemb          []float64 // (V, D) output embeddings, row a token a's
 	bias           []float64 // (NNZ) per-entry logit B (zeros with Init "identity")
 	lnGain, lnBias []float64 // (D) each, nil without LayerNorm
+	scale          float64   // 1 / sqrt(D/H), the attention's score scale
 }
 
 // Snapshot computes the sampling tables of the current parameter values.
@@ -36,7 +37,7 @@ func (tr *Transformer) Snapshot() *TransformerSnapshot {
 	cfg := tr.cfg
 	v, d, hd, c := cfg.Vocab, cfg.Dim, cfg.Heads, cfg.Context
 	w, dh := (3+hd)*d, d/hd
-	sn := &TransformerSnapshot{cfg: cfg, d: d, heads: hd, w: w}
+	sn := &TransformerSnapshot{cfg: cfg, d: d, heads: hd, w: w, scale: 1 / math.Sqrt(float64(dh))}
 	wq, wk := floatsOf(tr.wq), floatsOf(tr.wk)
 	wv, wo := floatsOf(tr.wv), floatsOf(tr.wo)
 	proj := make([]float64, d*(w-d)) // (D, W-D): [W_Q | W_K | W_V W_O per head]
@@ -191,22 +192,26 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 	if s.prompt {
 		lead = 1
 	}
-	scale := 1 / math.Sqrt(float64(dh))
+	scale := sn.scale
 	for hh := 0; hh < hd; hh++ {
 		qh, wt := q[hh*dh:(hh+1)*dh], s.weights[hh*(c+1):hh*(c+1)+lead+rows]
 		if s.prompt {
 			wt[0] = dot(qh, s.pkey[hh*dh:(hh+1)*dh]) * scale
 		}
 		gemv(false, scale, view(s.ring, 2*d+hh*dh, rows, dh, w), qh, 0, wt[lead:]) // (rows, dh) x (dh) -> (rows)
-		m := wt[0]
-		for _, v := range wt {
+		m, j := wt[0], 0
+		for i, v := range wt {
 			if v > m {
-				m = v
+				m, j = v, i
 			}
 		}
 		sum := 0.0
 		for i, v := range wt {
-			wt[i] = math.Exp(v - m)
+			if i == j {
+				wt[i] = 1 // exp(0)
+			} else {
+				wt[i] = math.Exp(v - m)
+			}
 			sum += wt[i]
 		}
 		inv := 1 / sum
