@@ -30,7 +30,9 @@ type kernel interface {
 
 // fused is a gorgonia op made of a kernel: applyFused adds its forward
 // node; its SymDiff adds one gradient node per input, all computed by the
-// first of them to run in a run (fusedGrad). Outputs and gradients are
+// first of them to run in a run (fusedGrad; differentiate a graph once, as
+// gorgonia requires anyway: a second G.Grad on one graph does not give
+// independent gradients even with stock ops). Outputs and gradients are
 // written into buffers the op keeps from run to run (the tape machine's
 // Reset drops every register, so fresh ones would be allocated and zeroed
 // at every run); read values after a run with G.Read, as for any node.
