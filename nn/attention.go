@@ -37,9 +37,10 @@ func uniformOffsets(rows, w int) []int {
 // nil without positional embeddings.
 //
 // The first layer is linear in h0 = E[x] + P[c], so the op multiplies the
-// weights once per run into tables of the distinct tokens of the batch and
-// of the Context positions (attentionKernel), and each position costs
-// O(Context*D*H) instead of O(D^2).
+// weights into tables of the distinct tokens of the batch (at most once
+// per token while the parameters do not change) and of the Context
+// positions (attentionKernel), and each position costs O(Context*D*H)
+// instead of O(D^2).
 func attend(lay *windowLayout, heads int, emb, pos, wq, wk, wv, wo *G.Node) (*G.Node, error) {
 	d := emb.Shape()[1]
 	k := &attentionKernel{lay: lay, d: d, heads: heads, hasPos: pos != nil}
@@ -49,6 +50,20 @@ func attend(lay *windowLayout, heads int, emb, pos, wq, wk, wv, wo *G.Node) (*G.
 	}
 	in = append(in, wq, wk, wv, wo)
 	return applyFused("Attention", k, tensor.Shape{lay.n(), d}, in...) // E, [P,] W_Q, W_K, W_V, W_O -> (B*T, D)
+}
+
+// weightsAll writes W_all = [W_Q | W_K | W_V[:, head 1] W_O[head 1, :] |
+// ... | W_V[:, head H] W_O[head H, :]] (D, (2+H) D) into dst and returns it.
+func weightsAll(dst, wq, wk, wv, wo []float64, d, heads int) []float64 {
+	w, dh := (2+heads)*d, d/heads
+	for i := 0; i < d; i++ {
+		copy(dst[i*w:i*w+d], wq[i*d:(i+1)*d])
+		copy(dst[i*w+d:i*w+2*d], wk[i*d:(i+1)*d])
+	}
+	for h := 0; h < heads; h++ { // (D, dh) x (dh, D) -> (D, D)
+		gemm(false, false, 1, view(wv, h*dh, d, dh, d), view(wo, h*dh*d, dh, d, d), 0, view(dst, (2+h)*d, d, d, w))
+	}
+	return dst
 }
 
 // attentionKernel computes attend's forward and backward.
@@ -151,14 +166,7 @@ func (k *attentionKernel) forward(out []float64, in [][]float64) error {
 	nu, c := len(l.uniq), l.ctx
 
 	if k.tabs.refresh(in, len(e)/d, w) {
-		k.wAll = grow(k.wAll, d*w)
-		for i := 0; i < d; i++ {
-			copy(k.wAll[i*w:i*w+d], wq[i*d:(i+1)*d])
-			copy(k.wAll[i*w+d:i*w+2*d], wk[i*d:(i+1)*d])
-		}
-		for h := 0; h < hd; h++ { // (D, dh) x (dh, D) -> (D, D): W_V W_O of head h
-			gemm(false, false, 1, view(wv, h*dh, d, dh, d), view(wo, h*dh*d, dh, d, d), 0, view(k.wAll, (2+h)*d, d, d, w))
-		}
+		k.wAll = weightsAll(grow(k.wAll, d*w), wq, wk, wv, wo, d, hd)
 		if p != nil {
 			k.tabP = grow(k.tabP, c*w)
 			gemm(false, false, 1, dense(p, c, d), dense(k.wAll, d, w), 0, dense(k.tabP, c, w)) // (C, D) x (D, W) -> (C, W)

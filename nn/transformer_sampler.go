@@ -14,9 +14,9 @@ import (
 // [E[x] | E[x] W_Q | E[x] W_K | E[x] W_V[:, head h] W_O[head h, :] for each
 // head h] (V, (3+H) D), the same per position residue for P, the output
 // embeddings U (V, D) (row a: token a's), the per-entry logits B (NNZ) and
-// the layer norm's gain and bias. The first
-// layer is linear in h0 = E[x] + P[c], so a token's record at a position
-// is the sum of two rows, and a sampler's Push costs O(Context*D + R*D).
+// the layer norm's gain and bias. The first layer is linear in h0 = E[x] +
+// P[c], so a token's record at a position is the sum of two rows, and a
+// sampler's Push costs O(Context*D + R*D).
 //
 // A snapshot is read-only once built: the samplers of any number of
 // goroutines share it (Sampler, one per goroutine). It does not follow
@@ -38,17 +38,8 @@ func (tr *Transformer) Snapshot() *TransformerSnapshot {
 	v, d, hd, c := cfg.Vocab, cfg.Dim, cfg.Heads, cfg.Context
 	w, dh := (3+hd)*d, d/hd
 	sn := &TransformerSnapshot{cfg: cfg, d: d, heads: hd, w: w, scale: 1 / math.Sqrt(float64(dh))}
-	wq, wk := floatsOf(tr.wq), floatsOf(tr.wk)
-	wv, wo := floatsOf(tr.wv), floatsOf(tr.wo)
-	proj := make([]float64, d*(w-d)) // (D, W-D): [W_Q | W_K | W_V W_O per head]
-	pw := w - d
-	for i := 0; i < d; i++ {
-		copy(proj[i*pw:i*pw+d], wq[i*d:(i+1)*d])
-		copy(proj[i*pw+d:i*pw+2*d], wk[i*d:(i+1)*d])
-	}
-	for h := 0; h < hd; h++ { // (D, dh) x (dh, D) -> (D, D)
-		gemm(false, false, 1, view(wv, h*dh, d, dh, d), view(wo, h*dh*d, dh, d, d), 0, view(proj, (2+h)*d, d, d, pw))
-	}
+	pw := w - d // (D, W-D): [W_Q | W_K | W_V W_O per head]
+	proj := weightsAll(make([]float64, d*pw), floatsOf(tr.wq), floatsOf(tr.wk), floatsOf(tr.wv), floatsOf(tr.wo), d, hd)
 	records := func(emb []float64, rows int) []float64 {
 		rec := make([]float64, rows*w)
 		for x := 0; x < rows; x++ {
