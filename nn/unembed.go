@@ -44,8 +44,8 @@ type unembedKernel struct {
 	dz         []float64 // (N*R) logit gradients
 }
 
-// row returns the output embedding of token a: row a of U, or with
-// transposed, nil (read column a with col).
+// row returns the output embedding of token a, row a of a (V, D) U (not
+// transposed).
 func (k *unembedKernel) row(u []float64, a int) []float64 { return u[a*k.d : (a+1)*k.d] }
 
 // logit returns hn . U[a].
