@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/floats"
+
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -61,16 +63,17 @@ func (k *layerNormKernel) backward(grads [][]float64, in [][]float64, g []float6
 	k.scratch = blockSum(acc, k.n, k.scratch, func(i int, sums []float64) {
 		row, gr, o := h[i*d:(i+1)*d], g[i*d:(i+1)*d], dh[i*d:(i+1)*d]
 		mean, sigma := rowStats(row)
+		inv := 1 / sigma
 		a, b := 0.0, 0.0 // sum dx, sum dx xhat
 		for j, x := range row {
 			dx := gr[j] * gain[j]
 			a += dx
-			b += dx * (x - mean) / sigma
+			b += dx * (x - mean) * inv
 		}
 		a, b = a/fd, b/fd
 		for j, x := range row {
-			xhat := (x - mean) / sigma
-			o[j] = (gr[j]*gain[j] - a - xhat*b) / sigma
+			xhat := (x - mean) * inv
+			o[j] = (gr[j]*gain[j] - a - xhat*b) * inv
 			sums[j] += gr[j] * xhat
 			sums[d+j] += gr[j]
 		}
@@ -80,20 +83,22 @@ func (k *layerNormKernel) backward(grads [][]float64, in [][]float64, g []float6
 	return nil
 }
 
-// rowStats returns the mean of h and sqrt(var(h) + eps), computed as
-// layerNormVec does.
+// rowStats returns the mean of h and sqrt(var(h) + eps), as layerNormVec
+// computes them (to rounding), without changing h.
 func rowStats(h []float64) (mean, sigma float64) {
 	d := float64(len(h))
-	for _, x := range h {
-		mean += x
+	mean = floats.Sum(h) / d
+	var v0, v1, v2, v3 float64 // four chains: a single one waits on every add
+	i := 0
+	for ; i+4 <= len(h); i += 4 {
+		c0, c1, c2, c3 := h[i]-mean, h[i+1]-mean, h[i+2]-mean, h[i+3]-mean
+		v0, v1, v2, v3 = v0+c0*c0, v1+c1*c1, v2+c2*c2, v3+c3*c3
 	}
-	mean /= d
-	variance := 0.0
-	for _, x := range h {
-		c := x - mean
-		variance += c * c
+	for ; i < len(h); i++ {
+		c := h[i] - mean
+		v0 += c * c
 	}
-	return mean, math.Sqrt(variance/d + layerNormEps)
+	return mean, math.Sqrt(((v0+v1)+(v2+v3))/d + layerNormEps)
 }
 
 // layerNormVec overwrites h (D) with LN(h) = (h - mean(h)) / sqrt(var(h) +
@@ -101,19 +106,11 @@ func rowStats(h []float64) (mean, sigma float64) {
 // position (and the sampler's).
 func layerNormVec(h, gain, bias []float64) {
 	d := float64(len(h))
-	mean := 0.0
-	for _, x := range h {
-		mean += x
-	}
-	mean /= d
-	variance := 0.0
+	floats.AddConst(-floats.Sum(h)/d, h) // center
+	inv := 1 / math.Sqrt(floats.Dot(h, h)/d+layerNormEps)
+	gain, bias = gain[:len(h)], bias[:len(h)]
 	for i, x := range h {
-		h[i] = x - mean
-		variance += h[i] * h[i]
-	}
-	sigma := math.Sqrt(variance/d + layerNormEps)
-	for i, x := range h {
-		h[i] = x/sigma*gain[i] + bias[i]
+		h[i] = x*inv*gain[i] + bias[i]
 	}
 }
 
