@@ -1,172 +1,18 @@
 package nn
 
 import (
-	"fmt"
-	"hash"
 	"math"
 
-	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
-// maskLogit is the large finite negative number added to a masked score or
-// logit before a max-shifted (log-)softmax: exp(maskLogit - max) underflows
-// to exactly 0, so masked entries get probability exactly 0 while no -Inf
-// enters arithmetic. Unmasked scores and logits must stay far above it
-// (|value| < 1e8 keeps them exact).
+// maskLogit is the large finite negative number a masked logit takes
+// before the max-shifted log-softmax: exp(maskLogit - max) underflows to
+// exactly 0, so masked entries get probability exactly 0 while no -Inf
+// enters arithmetic. Unmasked logits must stay far above it (|value| < 1e8
+// keeps them exact).
 const maskLogit = -1e9
-
-// causalAttention builds multi-head causal self-attention over windows of
-// ctx positions for b sequences of t slots laid out row after row in h0
-// (b*t, D): position i attends to positions j with i-ctx < j <= i of its
-// own sequence. With prompt, slot 0 of each row is the prompt, which every
-// slot attends to and which attends only to itself; the window counts the
-// other slots only. It returns the output projection (b*t, D) of the
-// concatenated heads.
-//
-// Heads are cut out of the (b*t, D) projections by constant 0/1 selection
-// matrices (exact: products with 1 and sums with 0), so no transposes or
-// strided views enter the graph. The attention softmax is the exponential
-// of SegmentLogSoftmax over rows of t scores, the masked scores having
-// maskLogit added: stable per row and exactly 0 off the window.
-func causalAttention(h0, wq, wk, wv, wo *G.Node, b, t, heads, ctx int, prompt bool) (*G.Node, error) {
-	g := h0.Graph()
-	n, d := b*t, h0.Shape()[1]
-	dh := d / heads
-	q, err := G.Mul(h0, wq) // (N, D) x (D, D) -> (N, D)
-	if err != nil {
-		return nil, err
-	}
-	k, err := G.Mul(h0, wk) // (N, D) x (D, D) -> (N, D)
-	if err != nil {
-		return nil, err
-	}
-	v, err := G.Mul(h0, wv) // (N, D) x (D, D) -> (N, D)
-	if err != nil {
-		return nil, err
-	}
-	mask := G.NewTensor(g, G.Float64, 3, G.WithShape(b, t, t), G.WithName("attn_mask"),
-		G.WithValue(attentionMask(b, t, ctx, prompt))) // (B, T, T)
-	scale := G.NewConstant(1/math.Sqrt(float64(dh)), G.WithName("attn_scale")) // ()
-	offsets := uniformOffsets(b*t, t)
-	var cat *G.Node // (N, D): the heads side by side
-	for hd := 0; hd < heads; hd++ {
-		qh, kh, vh := q, k, v
-		var put *G.Node // (dh, D): places head hd's columns
-		if heads > 1 {
-			take := G.NewMatrix(g, G.Float64, G.WithShape(d, dh), G.WithName(fmt.Sprintf("head%d_take", hd)),
-				G.WithValue(headSelector(d, dh, hd, false))) // (D, dh)
-			put = G.NewMatrix(g, G.Float64, G.WithShape(dh, d), G.WithName(fmt.Sprintf("head%d_put", hd)),
-				G.WithValue(headSelector(d, dh, hd, true))) // (dh, D)
-			if qh, err = G.Mul(q, take); err != nil { // (N, D) x (D, dh) -> (N, dh)
-				return nil, err
-			}
-			if kh, err = G.Mul(k, take); err != nil { // (N, D) x (D, dh) -> (N, dh)
-				return nil, err
-			}
-			if vh, err = G.Mul(v, take); err != nil { // (N, D) x (D, dh) -> (N, dh)
-				return nil, err
-			}
-		}
-		q3, err := G.Reshape(qh, tensor.Shape{b, t, dh}) // (N, dh) -> (B, T, dh)
-		if err != nil {
-			return nil, err
-		}
-		k3, err := G.Reshape(kh, tensor.Shape{b, t, dh}) // (N, dh) -> (B, T, dh)
-		if err != nil {
-			return nil, err
-		}
-		v3, err := G.Reshape(vh, tensor.Shape{b, t, dh}) // (N, dh) -> (B, T, dh)
-		if err != nil {
-			return nil, err
-		}
-		s, err := G.BatchedMatMul(q3, k3, false, true) // (B, T, dh) x (B, dh, T) -> (B, T, T)
-		if err != nil {
-			return nil, err
-		}
-		if s, err = G.Mul(s, scale); err != nil { // (B, T, T) * () -> (B, T, T)
-			return nil, err
-		}
-		if s, err = G.Add(s, mask); err != nil { // (B, T, T) + (B, T, T) -> (B, T, T)
-			return nil, err
-		}
-		flat, err := G.Reshape(s, tensor.Shape{b * t * t}) // (B, T, T) -> (B*T*T)
-		if err != nil {
-			return nil, err
-		}
-		logA, err := SegmentLogSoftmax(flat, offsets) // (B*T*T) -> (B*T*T), rows of T
-		if err != nil {
-			return nil, err
-		}
-		a, err := G.Exp(logA) // (B*T*T) -> (B*T*T)
-		if err != nil {
-			return nil, err
-		}
-		a3, err := G.Reshape(a, tensor.Shape{b, t, t}) // (B*T*T) -> (B, T, T)
-		if err != nil {
-			return nil, err
-		}
-		o, err := G.BatchedMatMul(a3, v3) // (B, T, T) x (B, T, dh) -> (B, T, dh)
-		if err != nil {
-			return nil, err
-		}
-		if o, err = G.Reshape(o, tensor.Shape{n, dh}); err != nil { // (B, T, dh) -> (N, dh)
-			return nil, err
-		}
-		if put != nil {
-			if o, err = G.Mul(o, put); err != nil { // (N, dh) x (dh, D) -> (N, D)
-				return nil, err
-			}
-		}
-		if cat == nil {
-			cat = o
-		} else if cat, err = G.Add(cat, o); err != nil { // (N, D) + (N, D) -> (N, D)
-			return nil, err
-		}
-	}
-	return G.Mul(cat, wo) // (N, D) x (D, D) -> (N, D)
-}
-
-// attentionMask returns the (b, t, t) additive mask: 0 where query i may
-// see key j (i-ctx < j <= i), maskLogit elsewhere. With prompt, slot 0 is
-// the prompt: query 0 sees only key 0, and every query sees key 0 besides
-// its window. Every row keeps its diagonal.
-func attentionMask(b, t, ctx int, prompt bool) *tensor.Dense {
-	m := make([]float64, b*t*t)
-	for s := 0; s < b; s++ {
-		for i := 0; i < t; i++ {
-			row := m[(s*t+i)*t : (s*t+i+1)*t]
-			for j := range row {
-				sees := j <= i && j > i-ctx
-				if prompt {
-					sees = j == 0 || (i > 0 && j <= i && j > i-ctx)
-				}
-				if !sees {
-					row[j] = maskLogit
-				}
-			}
-		}
-	}
-	return tensor.New(tensor.WithShape(b, t, t), tensor.WithBacking(m))
-}
-
-// headSelector returns the 0/1 matrix taking head hd's dh columns out of d
-// (d x dh), or, transposed, putting them back (dh x d).
-func headSelector(d, dh, hd int, transposed bool) *tensor.Dense {
-	m := make([]float64, d*dh)
-	for c := 0; c < dh; c++ {
-		if transposed {
-			m[c*d+hd*dh+c] = 1
-		} else {
-			m[(hd*dh+c)*dh+c] = 1
-		}
-	}
-	if transposed {
-		return tensor.New(tensor.WithShape(dh, d), tensor.WithBacking(m))
-	}
-	return tensor.New(tensor.WithShape(d, dh), tensor.WithBacking(m))
-}
 
 // uniformOffsets returns the offsets of rows rows of width w each.
 func uniformOffsets(rows, w int) []int {
@@ -177,162 +23,346 @@ func uniformOffsets(rows, w int) []int {
 	return off
 }
 
-// Compile-time interface checks for the gather op and its backward.
-var (
-	_ G.SDOp = (*gatherOp)(nil)
-	_ G.Op   = (*scatterAddOp)(nil)
-)
-
-// gather returns x's entries (x a vector) or rows (x a matrix) picked by
-// the Int index vector idx (n): out[i] = x[idx[i]], or zero where idx[i] =
-// -1 (no gradient flows there). Its backward scatter-adds the incoming
-// gradient, so repeated indices accumulate.
-// It is used instead of G.ByIndices because its backward is a plain
-// scatter-add checked here by finite differences (through the transformer);
-// G.ByIndices's backward (tensor's SelectByIndicesB) was not checked.
-func gather(x, idx *G.Node) (*G.Node, error) {
-	if x.Dims() < 1 || x.Dims() > 2 {
-		return nil, fmt.Errorf("nn: gather: input shape %v: want a vector or a matrix", x.Shape())
+// attend adds the fused embedding and banded causal attention op to the
+// graph of E: for each token position n of the batch laid out by lay,
+//
+//	h_n = h0_n + sum_heads sum_j alpha_nj (h0_j W_V[:, head] W_O[head, :])
+//	alpha_n. = softmax_j(q_n[head] . k_j[head] / sqrt(D/H)),
+//	q = h0 W_Q, k = h0 W_K, h0_n = E[x_n] + P[c_n]
+//
+// over the keys j of position n: the prompt of its row (h0 = E[prompt],
+// no positional embedding) when there is one, then the positions of its
+// row from max(0, t-Context+1) to t itself. It returns h (B*T, D), the
+// residual stream before the unembedding (prompt slots dropped). pos is
+// nil without positional embeddings.
+//
+// The first layer is linear in h0 = E[x] + P[c], so the op multiplies the
+// weights into tables of the distinct tokens of the batch (at most once
+// per token while the parameters do not change) and of the Context
+// positions (attentionKernel), and each position costs O(Context*D*H)
+// instead of O(D^2).
+func attend(lay *windowLayout, heads int, emb, pos, wq, wk, wv, wo *G.Node) (*G.Node, error) {
+	d := emb.Shape()[1]
+	k := &attentionKernel{lay: lay, d: d, heads: heads, hasPos: pos != nil}
+	in := G.Nodes{emb}
+	if pos != nil {
+		in = append(in, pos)
 	}
-	if idx.Dims() != 1 || idx.Dtype() != G.Int {
-		return nil, fmt.Errorf("nn: gather: indices %v %v: want an Int vector", idx.Dtype(), idx.Shape())
-	}
-	op := &gatherOp{in: x.Shape().Clone(), n: idx.Shape()[0]}
-	return G.ApplyOp(op, x, idx) // (M[, W]), (n) -> (n[, W])
+	in = append(in, wq, wk, wv, wo)
+	return applyFused("Attention", k, tensor.Shape{lay.n(), d}, in...) // E, [P,] W_Q, W_K, W_V, W_O -> (B*T, D)
 }
 
-// gatherOp is (x (M[, W]) float64, idx (n) Int) -> (n[, W]).
-type gatherOp struct {
-	in tensor.Shape // input shape
-	n  int          // number of indices
+// weightsAll writes W_all = [W_Q | W_K | W_V[:, head 1] W_O[head 1, :] |
+// ... | W_V[:, head H] W_O[head H, :]] (D, (2+H) D) into dst and returns it.
+func weightsAll(dst, wq, wk, wv, wo []float64, d, heads int) []float64 {
+	w, dh := (2+heads)*d, d/heads
+	for i := 0; i < d; i++ {
+		copy(dst[i*w:i*w+d], wq[i*d:(i+1)*d])
+		copy(dst[i*w+d:i*w+2*d], wk[i*d:(i+1)*d])
+	}
+	for h := 0; h < heads; h++ { // (D, dh) x (dh, D) -> (D, D)
+		gemm(false, false, 1, view(wv, h*dh, d, dh, d), view(wo, h*dh*d, dh, d, d), 0, view(dst, (2+h)*d, d, d, w))
+	}
+	return dst
 }
 
-// width returns the length of one gathered item (1 for a vector input).
-func (op *gatherOp) width() int {
-	if len(op.in) == 2 {
-		return op.in[1]
-	}
-	return 1
+// attentionKernel computes attend's forward and backward.
+//
+// With W = (2+H) D and W_all = [W_Q | W_K | W_V[:, head 1] W_O[head 1, :] |
+// ... ] (D, W), the forward computes the tables T_E = E_u W_all (U, W) of
+// the U distinct tokens of the batch (E_u their embedding rows; kept from
+// run to run while the parameters do not change, tokenTables) and T_P = P
+// W_all (C, W); the record of a token at position residue c is T_E[x] +
+// T_P[c] = [q | k | vo_1 .. vo_H], vo_h its value of head h already
+// through W_O. Attention then costs O(K D) per head and position, K <=
+// Context+1 keys.
+//
+// The backward runs the same steps in reverse: per row, the gradients of
+// its records (dq, dk, dvo) from the attention weights kept by the forward,
+// summed per token into dT_E and per residue into dT_P (with the
+// residual's dE and dP); then dW_all = E_u^T dT_E + P^T dT_P, split into
+// dW_Q, dW_K and, head by head, dW_V and dW_O, and dE_u += dT_E W_all^T,
+// dP += dT_P W_all^T.
+//
+// Rows are cut into attentionShards fixed shards run in parallel, each
+// with its own row-sized records (rebuilt by the backward rather than
+// kept: a row's records fit in a core's cache, the batch's would not) and
+// its own per-token sums, added in shard order: results do not depend on
+// the number of cores.
+type attentionKernel struct {
+	lay      *windowLayout
+	d, heads int
+	hasPos   bool
+	wAll     []float64   // (D, W)
+	tabs     tokenTables // T_E, the token records, kept while the parameters do not change
+	eU       []float64   // (U, D) the embedding rows of the batch's distinct tokens
+	tabP     []float64   // (C, W)
+	alpha    []float64   // (N, H, Context+1) attention weights, prompt first
+	shards   [attentionShards]attentionShard
+	dtabE    []float64    // (U, W)
+	dtabP    []float64    // (C, W)
+	dEU      []float64    // (U, D)
+	gAll     [2][]float64 // (D, W) each: dW_all over each half of the tokens
 }
 
-func (op *gatherOp) outShape() tensor.Shape {
-	if len(op.in) == 2 {
-		return tensor.Shape{op.n, op.in[1]}
-	}
-	return tensor.Shape{op.n}
+// attentionShards is the number of fixed shards of rows the attention
+// runs in parallel.
+const attentionShards = 2
+
+// attentionShard is the scratch of one shard of rows.
+type attentionShard struct {
+	rec, drec   []float64 // (T+1, W) records of one row and their gradients: tokens, then the prompt
+	da          []float64 // (Context+1) gradients of the attention weights
+	dtabE, dEU  []float64 // (U, W), (U, D) the shard's sums per token
+	dtabP, dPos []float64 // (C, W), (C, D) the shard's sums per residue
 }
 
-func (op *gatherOp) Arity() int { return 2 }
+// width returns W = (2+H) D, the width of a record.
+func (k *attentionKernel) width() int { return (2 + k.heads) * k.d }
 
-func (op *gatherOp) Type() hm.Type {
-	f := G.TensorType{Dims: len(op.in), Of: G.Float64}
-	return hm.NewFnType(f, G.TensorType{Dims: 1, Of: G.Int}, f)
+// params splits the inputs into E, P (nil without positions), W_Q, W_K,
+// W_V, W_O.
+func (k *attentionKernel) params(in [][]float64) (e, p, wq, wk, wv, wo []float64) {
+	e, rest := in[0], in[1:]
+	if k.hasPos {
+		p, rest = rest[0], rest[1:]
+	}
+	return e, p, rest[0], rest[1], rest[2], rest[3]
 }
 
-func (op *gatherOp) InferShape(ds ...G.DimSizer) (tensor.Shape, error) {
-	return op.outShape(), nil
-}
-
-func (op *gatherOp) Do(vals ...G.Value) (G.Value, error) {
-	if len(vals) != 2 {
-		return nil, fmt.Errorf("nn: gather: got %d inputs, want 2", len(vals))
-	}
-	x, err := float64Data(vals[0], op.in.TotalSize())
-	if err != nil {
-		return nil, fmt.Errorf("nn: gather: input: %w", err)
-	}
-	idx, ok := vals[1].Data().([]int)
-	if !ok || len(idx) != op.n {
-		return nil, fmt.Errorf("nn: gather: indices %T of %d: want %d ints", vals[1].Data(), vals[1].Shape().TotalSize(), op.n)
-	}
-	w, m := op.width(), op.in[0]
-	out := make([]float64, op.n*w)
-	for i, j := range idx {
-		if j < -1 || j >= m {
-			return nil, fmt.Errorf("nn: gather: index %d is %d: want in [0, %d) or -1", i, j, m)
+// eachShard runs fn on every shard in parallel with its range of rows.
+func (k *attentionKernel) eachShard(fn func(sh *attentionShard, lo, hi int)) {
+	b := k.lay.b
+	parallelFor(attentionShards, 1, func(s0, s1 int) {
+		for s := s0; s < s1; s++ {
+			fn(&k.shards[s], s*b/attentionShards, (s+1)*b/attentionShards)
 		}
-		if j == -1 {
-			continue
-		}
-		copy(out[i*w:(i+1)*w], x[j*w:(j+1)*w])
-	}
-	return tensor.New(tensor.WithShape(op.outShape()...), tensor.WithBacking(out)), nil
+	})
 }
 
-func (op *gatherOp) ReturnsPtr() bool     { return false }
-func (op *gatherOp) CallsExtern() bool    { return false }
-func (op *gatherOp) OverwritesInput() int { return -1 }
-
-func (op *gatherOp) WriteHash(h hash.Hash) { fmt.Fprintf(h, "Gather{in=%v,n=%d}", op.in, op.n) }
-func (op *gatherOp) Hashcode() uint32      { return hashOp(op) }
-func (op *gatherOp) String() string        { return fmt.Sprintf("Gather{in=%v,n=%d}", op.in, op.n) }
-
-func (op *gatherOp) DiffWRT(inputs int) []bool { return []bool{true, false} }
-
-func (op *gatherOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
-	if len(inputs) != 2 {
-		return nil, fmt.Errorf("nn: gather backward: got %d inputs, want 2", len(inputs))
-	}
-	dx, err := G.ApplyOp(&scatterAddOp{fwd: op}, grad, inputs[1]) // (n[, W]), (n) -> (M[, W])
-	if err != nil {
-		return nil, fmt.Errorf("nn: gather backward: %w", err)
-	}
-	return G.Nodes{dx, nil}, nil
-}
-
-// scatterAddOp is the backward of gatherOp: (g (n[, W]), idx (n)) -> dx
-// (M[, W]) with dx[idx[i]] += g[i].
-type scatterAddOp struct{ fwd *gatherOp }
-
-func (op *scatterAddOp) Arity() int { return 2 }
-
-func (op *scatterAddOp) Type() hm.Type {
-	f := G.TensorType{Dims: len(op.fwd.in), Of: G.Float64}
-	return hm.NewFnType(f, G.TensorType{Dims: 1, Of: G.Int}, f)
-}
-
-func (op *scatterAddOp) InferShape(ds ...G.DimSizer) (tensor.Shape, error) {
-	return op.fwd.in.Clone(), nil
-}
-
-func (op *scatterAddOp) Do(vals ...G.Value) (G.Value, error) {
-	if len(vals) != 2 {
-		return nil, fmt.Errorf("nn: gather backward: got %d inputs, want 2", len(vals))
-	}
-	w := op.fwd.width()
-	g, err := float64Data(vals[0], op.fwd.n*w)
-	if err != nil {
-		return nil, fmt.Errorf("nn: gather backward: gradient: %w", err)
-	}
-	idx, ok := vals[1].Data().([]int)
-	if !ok || len(idx) != op.fwd.n {
-		return nil, fmt.Errorf("nn: gather backward: indices %T: want %d ints", vals[1].Data(), op.fwd.n)
-	}
-	m := op.fwd.in[0]
-	out := make([]float64, op.fwd.in.TotalSize())
-	for i, j := range idx {
-		if j < -1 || j >= m {
-			return nil, fmt.Errorf("nn: gather backward: index %d is %d: want in [0, %d) or -1", i, j, m)
-		}
-		if j == -1 {
-			continue
-		}
-		dst, src := out[j*w:(j+1)*w], g[i*w:(i+1)*w]
-		for c, v := range src {
-			dst[c] += v
+// rowRecords writes the records of row b into sh.rec: token t's in local
+// slot t, the prompt's in local slot T.
+func (k *attentionKernel) rowRecords(sh *attentionShard, b int) {
+	l, w := k.lay, k.width()
+	sh.rec = grow(sh.rec, (l.t+1)*w)
+	for t := 0; t < l.t; t++ {
+		s := b*l.t + t
+		r, te := sh.rec[t*w:(t+1)*w], k.tabs.row(l.tok[s], w)
+		if k.hasPos {
+			addTwo(r, te, k.tabP[l.pos[s]*w:(l.pos[s]+1)*w])
+		} else {
+			copy(r, te)
 		}
 	}
-	return tensor.New(tensor.WithShape(op.fwd.in.Clone()...), tensor.WithBacking(out)), nil
+	if l.prompt {
+		copy(sh.rec[l.t*w:(l.t+1)*w], k.tabs.row(l.tok[l.n()+b], w))
+	}
 }
 
-func (op *scatterAddOp) ReturnsPtr() bool     { return false }
-func (op *scatterAddOp) CallsExtern() bool    { return false }
-func (op *scatterAddOp) OverwritesInput() int { return -1 }
+func (k *attentionKernel) forward(out []float64, in [][]float64) error {
+	l, d, w, hd := k.lay, k.d, k.width(), k.heads
+	dh := d / hd
+	e, p, wq, wk, wv, wo := k.params(in)
+	nu, c := len(l.uniq), l.ctx
 
-func (op *scatterAddOp) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "ScatterAdd{out=%v,n=%d}", op.fwd.in, op.fwd.n)
+	if k.tabs.refresh(in, len(e)/d, w) {
+		k.wAll = weightsAll(grow(k.wAll, d*w), wq, wk, wv, wo, d, hd)
+		if p != nil {
+			k.tabP = grow(k.tabP, c*w)
+			gemm(false, false, 1, dense(p, c, d), dense(k.wAll, d, w), 0, dense(k.tabP, c, w)) // (C, D) x (D, W) -> (C, W)
+		}
+	}
+	k.tabs.fill(l.uniq, e, k.wAll, d, w) // T_E = E_u W_all: (U, D) x (D, W) -> (U, W), rows not yet current only
+	k.eU = grow(k.eU, nu*d)
+	for u, x := range l.uniq {
+		copy(k.eU[u*d:(u+1)*d], e[x*d:(x+1)*d])
+	}
+
+	kmax := c + 1
+	k.alpha = grow(k.alpha, l.n()*hd*kmax)
+	scale := 1 / math.Sqrt(float64(dh))
+	lead := 0
+	if l.prompt {
+		lead = 1
+	}
+	k.eachShard(func(sh *attentionShard, lo, hi int) {
+		pr := l.t * w // the prompt's record in sh.rec
+		for b := lo; b < hi; b++ {
+			k.rowRecords(sh, b)
+			for t := 0; t < l.t; t++ {
+				n, j0 := b*l.t+t, max(0, t-c+1) // keys: [the prompt,] tokens j0..t
+				nw := t - j0 + 1
+				hn, x := out[n*d:(n+1)*d], l.tok[n]
+				if p != nil {
+					addTwo(hn, e[x*d:(x+1)*d], p[l.pos[n]*d:(l.pos[n]+1)*d])
+				} else {
+					copy(hn, e[x*d:(x+1)*d])
+				}
+				q := sh.rec[t*w : t*w+d]
+				for h := 0; h < hd; h++ {
+					qh := q[h*dh : (h+1)*dh]
+					al := k.alpha[(n*hd+h)*kmax : (n*hd+h)*kmax+lead+nw]
+					if l.prompt {
+						al[0] = dot(qh, sh.rec[pr+d+h*dh:pr+d+(h+1)*dh]) * scale
+					}
+					gemv(false, scale, view(sh.rec, j0*w+d+h*dh, nw, dh, w), qh, 0, al[lead:]) // (nw, dh) x (dh) -> (nw)
+					m := al[0]
+					for _, v := range al {
+						if v > m {
+							m = v
+						}
+					}
+					sum := 0.0
+					for i, v := range al {
+						al[i] = math.Exp(v - m)
+						sum += al[i]
+					}
+					inv := 1 / sum
+					for i := range al {
+						al[i] *= inv
+					}
+					gemv(true, 1, view(sh.rec, j0*w+(2+h)*d, nw, d, w), al[lead:], 1, hn) // (D, nw) x (nw) -> (D)
+					if l.prompt {
+						axpy(hn, al[0], sh.rec[pr+(2+h)*d:pr+(3+h)*d])
+					}
+				}
+			}
+		}
+	})
+	return nil
 }
-func (op *scatterAddOp) Hashcode() uint32 { return hashOp(op) }
-func (op *scatterAddOp) String() string {
-	return fmt.Sprintf("ScatterAdd{out=%v,n=%d}", op.fwd.in, op.fwd.n)
+
+func (k *attentionKernel) backward(grads [][]float64, in [][]float64, g []float64) error {
+	l, d, w, hd := k.lay, k.d, k.width(), k.heads
+	dh := d / hd
+	_, p, _, _, wv, wo := k.params(in)
+	de, dp, dwq, dwk, dwv, dwo := k.params(grads)
+	nu, c, kmax := len(l.uniq), l.ctx, l.ctx+1
+	scale := 1 / math.Sqrt(float64(dh))
+	lead := 0
+	if l.prompt {
+		lead = 1
+	}
+
+	// Per shard of rows: the gradients of each row's records, summed per
+	// token and per residue with the residual's.
+	k.eachShard(func(sh *attentionShard, lo, hi int) {
+		sh.drec, sh.da = grow(sh.drec, (l.t+1)*w), grow(sh.da, kmax)
+		sh.dtabE, sh.dEU = grow(sh.dtabE, nu*w), grow(sh.dEU, nu*d)
+		clear(sh.dtabE)
+		clear(sh.dEU)
+		if p != nil {
+			sh.dtabP, sh.dPos = grow(sh.dtabP, c*w), grow(sh.dPos, c*d)
+			clear(sh.dtabP)
+			clear(sh.dPos)
+		}
+		pr := l.t * w // the prompt's record in sh.rec and sh.drec
+		for b := lo; b < hi; b++ {
+			k.rowRecords(sh, b)
+			clear(sh.drec)
+			for t := 0; t < l.t; t++ {
+				n, j0 := b*l.t+t, max(0, t-c+1)
+				nw := t - j0 + 1
+				gn := g[n*d : (n+1)*d]
+				q, dq := sh.rec[t*w:t*w+d], sh.drec[t*w:t*w+d]
+				for h := 0; h < hd; h++ {
+					qh, dqh := q[h*dh:(h+1)*dh], dq[h*dh:(h+1)*dh]
+					al := k.alpha[(n*hd+h)*kmax : (n*hd+h)*kmax+lead+nw]
+					da := sh.da[:lead+nw]
+					vals, dvals := view(sh.rec, j0*w+(2+h)*d, nw, d, w), view(sh.drec, j0*w+(2+h)*d, nw, d, w)
+					keys, dkeys := view(sh.rec, j0*w+d+h*dh, nw, dh, w), view(sh.drec, j0*w+d+h*dh, nw, dh, w)
+					gemv(false, 1, vals, gn, 0, da[lead:]) // (nw, D) x (D) -> (nw): d loss / d alpha
+					if l.prompt {
+						da[0] = dot(gn, sh.rec[pr+(2+h)*d:pr+(3+h)*d])
+					}
+					sum := 0.0
+					for i, a := range al {
+						sum += a * da[i]
+					}
+					ger(1, al[lead:], gn, dvals) // (nw) x (D) -> (nw, D): d loss / d vo
+					for i, a := range al {
+						da[i] = a * (da[i] - sum) * scale // d loss / d score
+					}
+					gemv(true, 1, keys, da[lead:], 1, dqh) // (dh, nw) x (nw) -> (dh)
+					ger(1, da[lead:], qh, dkeys)           // (nw) x (dh) -> (nw, dh): d loss / d k
+					if l.prompt {
+						axpy(sh.drec[pr+(2+h)*d:pr+(3+h)*d], al[0], gn)
+						axpy(dqh, da[0], sh.rec[pr+d+h*dh:pr+d+(h+1)*dh])
+						axpy(sh.drec[pr+d+h*dh:pr+d+(h+1)*dh], da[0], qh)
+					}
+				}
+			}
+			for t := 0; t <= l.t; t++ {
+				s := b*l.t + t
+				if t == l.t {
+					if !l.prompt {
+						break
+					}
+					s = l.n() + b
+				}
+				u := l.uidx[s]
+				addTo(sh.dtabE[u*w:(u+1)*w], sh.drec[t*w:(t+1)*w])
+				if t == l.t {
+					continue // the prompt: no residual, no position
+				}
+				addTo(sh.dEU[u*d:(u+1)*d], g[s*d:(s+1)*d])
+				if p != nil {
+					c := l.pos[s]
+					addTo(sh.dtabP[c*w:(c+1)*w], sh.drec[t*w:(t+1)*w])
+					addTo(sh.dPos[c*d:(c+1)*d], g[s*d:(s+1)*d])
+				}
+			}
+		}
+	})
+	k.dtabE, k.dEU = grow(k.dtabE, nu*w), grow(k.dEU, nu*d)
+	sumShards(k.dtabE, func(s int) []float64 { return k.shards[s].dtabE })
+	sumShards(k.dEU, func(s int) []float64 { return k.shards[s].dEU })
+
+	// Through the tables to the weights and embeddings.
+	half := nu / 2
+	parallelFor(2, 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			u0, u1 := i*half, nu
+			if i == 0 {
+				u1 = half
+			}
+			k.gAll[i] = grow(k.gAll[i], d*w)
+			gemm(true, false, 1, view(k.eU, u0*d, u1-u0, d, d), view(k.dtabE, u0*w, u1-u0, w, w), 0, dense(k.gAll[i], d, w)) // (D, U/2) x (U/2, W) -> (D, W)
+		}
+	})
+	gAll := k.gAll[0]
+	addTo(gAll, k.gAll[1])
+	if p != nil {
+		k.dtabP = grow(k.dtabP, c*w)
+		sumShards(k.dtabP, func(s int) []float64 { return k.shards[s].dtabP })
+		sumShards(dp, func(s int) []float64 { return k.shards[s].dPos })
+		gemm(true, false, 1, dense(p, c, d), dense(k.dtabP, c, w), 1, dense(gAll, d, w))    // (D, C) x (C, W) -> (D, W)
+		gemm(false, true, 1, dense(k.dtabP, c, w), dense(k.wAll, d, w), 1, dense(dp, c, d)) // (C, W) x (W, D) -> (C, D)
+	}
+	for i := 0; i < d; i++ {
+		copy(dwq[i*d:(i+1)*d], gAll[i*w:i*w+d])
+		copy(dwk[i*d:(i+1)*d], gAll[i*w+d:i*w+2*d])
+	}
+	for h := 0; h < hd; h++ {
+		gh := view(gAll, (2+h)*d, d, d, w)                                                 // (D, D): dW_V W_O of head h
+		gemm(false, true, 1, gh, view(wo, h*dh*d, dh, d, d), 0, view(dwv, h*dh, d, dh, d)) // (D, D) x (D, dh) -> (D, dh)
+		gemm(true, false, 1, view(wv, h*dh, d, dh, d), gh, 0, view(dwo, h*dh*d, dh, d, d)) // (dh, D) x (D, D) -> (dh, D)
+	}
+	gemm(false, true, 1, dense(k.dtabE, nu, w), dense(k.wAll, d, w), 1, dense(k.dEU, nu, d)) // (U, W) x (W, D) -> (U, D)
+	clear(de)
+	for u, x := range l.uniq {
+		copy(de[x*d:(x+1)*d], k.dEU[u*d:(u+1)*d])
+	}
+	return nil
+}
+
+// sumShards overwrites dst with the sum of the shards' part(s), in shard
+// order, spread over the cores by element.
+func sumShards(dst []float64, part func(s int) []float64) {
+	parallelFor(len(dst), 4096, func(lo, hi int) {
+		copy(dst[lo:hi], part(0)[lo:hi])
+		for s := 1; s < attentionShards; s++ {
+			addTo(dst[lo:hi], part(s)[lo:hi])
+		}
+	})
 }

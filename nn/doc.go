@@ -19,20 +19,37 @@
 //     (bigram.go).
 //   - Solvers: sign gradient descent (the paper's optimiser), SGD and Adam,
 //     each with a State that checkpoints save and restore exactly
-//     (optim.go, adam.go).
+//     (optim.go, adam.go), and GroupSolver, one solver and rate per group
+//     of parameters (groups.go).
 //   - Step: one tape machine per graph running cost, gradient and update
 //     (step.go).
 //   - Transformer: one causal self-attention layer over the past tokens
 //     with the world model's mask on its logits, initialised exactly to a
-//     given bigram (one-hot embedding, W_O = 0, the bigram's logits in the
-//     unembedding), a fixed-shape training graph (Forward) and a plain-Go
-//     sampler with a key/value cache whose log-probabilities equal the
-//     graph's (transformer.go, attention.go, transformer_sampler.go). The
-//     trainers train it as their transformer model.
+//     given bigram, either at any width by a learnable per-entry logit
+//     table B beside a zero unembedding (Init "table") or by the paper's
+//     construction at width = vocabulary (Init "identity": one-hot
+//     embedding, W_O = 0, the bigram's logits in the unembedding)
+//     (transformer.go); a fixed-shape training graph over windows of long
+//     sequences made of three fused ops (Forward; transformer_window.go,
+//     transformer_layout.go); and a plain-Go sampler on shared,
+//     precomputed tables whose log-probabilities equal the graph's
+//     (Snapshot, Sampler; transformer_sampler.go). The trainers train it
+//     as their transformer model.
+//   - Fused ops: a gorgonia op made of a plain-Go forward and a backward
+//     computing the gradients of all its inputs in one pass, writing into
+//     buffers kept from run to run (fused.go), over gonum's assembly and
+//     parallel matrix products split over the cores (kernels.go):
+//     Attention (embeddings, banded causal attention over the last Context
+//     positions and the prompt, residual; attention.go), LayerNorm
+//     (layernorm.go) and Unembed (logits of the valid next tokens only,
+//     per-entry table, log-softmax; unembed.go).
 //
 // Every gradient of a loss comes from gorgonia's autodiff (G.Grad); the only
-// hand-written derivatives are the backwards of SegmentLogSoftmax and of the
-// transformer's row gather, checked against finite differences in the tests.
+// hand-written derivatives are the backwards of SegmentLogSoftmax, of the
+// row gather (gather.go) and of the three fused ops, each checked against
+// finite differences in the tests (logsoftmax_test.go, fused_test.go), and
+// the fused transformer graph against the same graph built from stock
+// gorgonia ops, in values and gradients (TestTransformerMatchesReference).
 // Everything is float64.
 //
 // A typical policy-gradient step:

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/floats"
+
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -17,105 +19,98 @@ const layerNormEps = 1e-5
 // stay far from maskLogit (|value| < 1e8 keeps them exact).
 const maxCorrection = 1e7
 
-// layerNorm builds LN(h) = (h - mean(h)) / sqrt(var(h) + eps) * gain + bias
-// for each row of h (N, D), mean and (biased) variance over the D features,
-// gain and bias (D) vectors. Row means are products with a constant (D, 1)
-// column of 1/D; rows are broadcast by products with constant columns or
-// rows of ones (exact: products with 1 and sums with 0), so only stock ops
-// with well-tested backwards enter the graph.
+// layerNorm adds the fused layer norm op: LN(h) = (h - mean(h)) /
+// sqrt(var(h) + eps) * gain + bias for each row of h (N, D), mean and
+// (biased) variance over the D features, gain and bias (D) vectors. Its
+// forward is layerNormVec row by row (the sampler's); its backward
+// recomputes each row's mean and deviation from h:
+//
+//	dh = (dx - mean(dx) - xhat mean(dx xhat)) / sigma,  dx = g * gain,
+//	dgain = sum_rows g * xhat,  dbias = sum_rows g,
+//
+// xhat = (h - mean) / sigma. Rows are spread over the cores; the sums over
+// rows run in fixed blocks (blockSum).
 func layerNorm(h, gain, bias *G.Node) (*G.Node, error) {
-	g := h.Graph()
 	n, d := h.Shape()[0], h.Shape()[1]
-	avg := G.NewMatrix(g, G.Float64, G.WithShape(d, 1), G.WithName("ln_avg"),
-		G.WithValue(filled(d, 1, 1/float64(d)))) // (D, 1)
-	perCol := G.NewMatrix(g, G.Float64, G.WithShape(1, d), G.WithName("ln_cols"),
-		G.WithValue(filled(1, d, 1))) // (1, D)
-	perRow := G.NewMatrix(g, G.Float64, G.WithShape(n, 1), G.WithName("ln_rows"),
-		G.WithValue(filled(n, 1, 1))) // (N, 1)
-	eps := G.NewConstant(layerNormEps, G.WithName("ln_eps")) // ()
-
-	mean, err := G.Mul(h, avg) // (N, D) x (D, 1) -> (N, 1)
-	if err != nil {
-		return nil, err
-	}
-	spread, err := G.Mul(mean, perCol) // (N, 1) x (1, D) -> (N, D)
-	if err != nil {
-		return nil, err
-	}
-	c, err := G.Sub(h, spread) // (N, D) - (N, D) -> (N, D)
-	if err != nil {
-		return nil, err
-	}
-	sq, err := G.HadamardProd(c, c) // (N, D) * (N, D) -> (N, D)
-	if err != nil {
-		return nil, err
-	}
-	variance, err := G.Mul(sq, avg) // (N, D) x (D, 1) -> (N, 1)
-	if err != nil {
-		return nil, err
-	}
-	if variance, err = G.Add(variance, eps); err != nil { // (N, 1) + () -> (N, 1)
-		return nil, err
-	}
-	sigma, err := G.Sqrt(variance) // (N, 1) -> (N, 1)
-	if err != nil {
-		return nil, err
-	}
-	if spread, err = G.Mul(sigma, perCol); err != nil { // (N, 1) x (1, D) -> (N, D)
-		return nil, err
-	}
-	z, err := G.HadamardDiv(c, spread) // (N, D) / (N, D) -> (N, D)
-	if err != nil {
-		return nil, err
-	}
-	gain2, err := G.Reshape(gain, tensor.Shape{1, d}) // (D) -> (1, D)
-	if err != nil {
-		return nil, err
-	}
-	bias2, err := G.Reshape(bias, tensor.Shape{1, d}) // (D) -> (1, D)
-	if err != nil {
-		return nil, err
-	}
-	gains, err := G.Mul(perRow, gain2) // (N, 1) x (1, D) -> (N, D)
-	if err != nil {
-		return nil, err
-	}
-	biases, err := G.Mul(perRow, bias2) // (N, 1) x (1, D) -> (N, D)
-	if err != nil {
-		return nil, err
-	}
-	if z, err = G.HadamardProd(z, gains); err != nil { // (N, D) * (N, D) -> (N, D)
-		return nil, err
-	}
-	return G.Add(z, biases) // (N, D) + (N, D) -> (N, D)
+	return applyFused("LayerNorm", &layerNormKernel{n: n, d: d}, tensor.Shape{n, d}, h, gain, bias) // (N, D), (D), (D) -> (N, D)
 }
 
-// filled returns an (r, c) tensor whose entries are all x.
-func filled(r, c int, x float64) *tensor.Dense {
-	data := make([]float64, r*c)
-	for i := range data {
-		data[i] = x
+// layerNormKernel computes layerNorm's forward and backward.
+type layerNormKernel struct {
+	n, d    int
+	scratch []float64 // blockSum's
+}
+
+func (k *layerNormKernel) forward(out []float64, in [][]float64) error {
+	h, gain, bias := in[0], in[1], in[2]
+	d := k.d
+	parallelFor(k.n, 64, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			o := out[i*d : (i+1)*d]
+			copy(o, h[i*d:(i+1)*d])
+			layerNormVec(o, gain, bias)
+		}
+	})
+	return nil
+}
+
+func (k *layerNormKernel) backward(grads [][]float64, in [][]float64, g []float64) error {
+	h, gain := in[0], in[1]
+	dh, dgain, dbias := grads[0], grads[1], grads[2]
+	d := k.d
+	fd := float64(d)
+	acc := make([]float64, 2*d) // dgain | dbias
+	k.scratch = blockSum(acc, k.n, k.scratch, func(i int, sums []float64) {
+		row, gr, o := h[i*d:(i+1)*d], g[i*d:(i+1)*d], dh[i*d:(i+1)*d]
+		mean, sigma := rowStats(row)
+		inv := 1 / sigma
+		a, b := 0.0, 0.0 // sum dx, sum dx xhat
+		for j, x := range row {
+			dx := gr[j] * gain[j]
+			a += dx
+			b += dx * (x - mean) * inv
+		}
+		a, b = a/fd, b/fd
+		for j, x := range row {
+			xhat := (x - mean) * inv
+			o[j] = (gr[j]*gain[j] - a - xhat*b) * inv
+			sums[j] += gr[j] * xhat
+			sums[d+j] += gr[j]
+		}
+	})
+	copy(dgain, acc[:d])
+	copy(dbias, acc[d:])
+	return nil
+}
+
+// rowStats returns the mean of h and sqrt(var(h) + eps), as layerNormVec
+// computes them (to rounding), without changing h.
+func rowStats(h []float64) (mean, sigma float64) {
+	d := float64(len(h))
+	mean = floats.Sum(h) / d
+	var v0, v1, v2, v3 float64 // four chains: a single one waits on every add
+	i := 0
+	for ; i+4 <= len(h); i += 4 {
+		c0, c1, c2, c3 := h[i]-mean, h[i+1]-mean, h[i+2]-mean, h[i+3]-mean
+		v0, v1, v2, v3 = v0+c0*c0, v1+c1*c1, v2+c2*c2, v3+c3*c3
 	}
-	return tensor.New(tensor.WithShape(r, c), tensor.WithBacking(data))
+	for ; i < len(h); i++ {
+		c := h[i] - mean
+		v0 += c * c
+	}
+	return mean, math.Sqrt(((v0+v1)+(v2+v3))/d + layerNormEps)
 }
 
 // layerNormVec overwrites h (D) with LN(h) = (h - mean(h)) / sqrt(var(h) +
-// eps) * gain + bias, the plain-Go twin of layerNorm for one position.
+// eps) * gain + bias, the forward of layerNorm for one
+// position (and the sampler's).
 func layerNormVec(h, gain, bias []float64) {
 	d := float64(len(h))
-	mean := 0.0
-	for _, x := range h {
-		mean += x
-	}
-	mean /= d
-	variance := 0.0
+	floats.AddConst(-floats.Sum(h)/d, h) // center
+	inv := 1 / math.Sqrt(floats.Dot(h, h)/d+layerNormEps)
+	gain, bias = gain[:len(h)], bias[:len(h)]
 	for i, x := range h {
-		h[i] = x - mean
-		variance += h[i] * h[i]
-	}
-	sigma := math.Sqrt(variance/d + layerNormEps)
-	for i, x := range h {
-		h[i] = x/sigma*gain[i] + bias[i]
+		h[i] = x*inv*gain[i] + bias[i]
 	}
 }
 

@@ -288,6 +288,39 @@ func segmentLogSoftmaxForward(out, x []float64, offsets []int, lse []float64) {
 	}
 }
 
+// rowLogSoftmax writes the log-softmax of the row z into logp (which may
+// alias z) and its softmax into prob, with the arithmetic of
+// segmentLogSoftmaxForward on one row, so logp equals its output bit for
+// bit; each exponential is taken once for both. It returns the row's
+// maximum m and l = log sum exp(z - m): log-softmax(z) = (z - m) - l.
+func rowLogSoftmax(logp, prob, z []float64) (m, l float64) {
+	prob = prob[:len(z)]
+	logp = logp[:len(z)]
+	m, j := z[0], 0
+	for i, v := range z {
+		if v > m {
+			m, j = v, i
+		}
+	}
+	sum := 1.0
+	for i, v := range z {
+		d := v - m
+		logp[i] = d
+		if i == j {
+			prob[i] = 1
+			continue
+		}
+		prob[i] = math.Exp(d)
+		sum += prob[i]
+	}
+	l, inv := math.Log(sum), 1/sum
+	for i := range logp {
+		logp[i] -= l
+		prob[i] *= inv
+	}
+	return m, l
+}
+
 // segmentLogSoftmaxBackward writes grad[e] = g[e] - pi[e] * sum_row(g), the
 // vector-Jacobian product of the row-wise log-softmax, pi the softmax.
 func segmentLogSoftmaxBackward(grad, pi, g []float64, offsets []int) {

@@ -5,108 +5,113 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	G "gorgonia.org/gorgonia"
 )
 
+// TransformerSnapshot holds what samplers need of one set of a
+// Transformer's parameter values, precomputed once: per token x the record
+// [E[x] | E[x] W_Q | E[x] W_K | E[x] W_V[:, head h] W_O[head h, :] for each
+// head h] (V, (3+H) D), the same per position residue for P, the output
+// embeddings U (V, D) (row a: token a's), the per-entry logits B (NNZ) and
+// the layer norm's gain and bias. The first layer is linear in h0 = E[x] +
+// P[c], so a token's record at a position is the sum of two rows, and a
+// sampler's Push costs O(Context*D + R*D).
+//
+// A snapshot is read-only once built: the samplers of any number of
+// goroutines share it (Sampler, one per goroutine). It does not follow
+// later updates of the parameters: take a new one after a step.
+type TransformerSnapshot struct {
+	cfg            TransformerConfig
+	d, heads, w    int       // width, heads, record width (3+H) D
+	tok            []float64 // (V, W) token records
+	pos            []float64 // (C, W) position records, nil without positions
+	unemb          []float64 // (V, D) output embeddings, row a token a's
+	bias           []float64 // (NNZ) per-entry logit B (zeros with Init "identity")
+	lnGain, lnBias []float64 // (D) each, nil without LayerNorm
+	scale          float64   // 1 / sqrt(D/H), the attention's score scale
+}
+
+// Snapshot computes the sampling tables of the current parameter values.
+func (tr *Transformer) Snapshot() *TransformerSnapshot {
+	cfg := tr.cfg
+	v, d, hd, c := cfg.Vocab, cfg.Dim, cfg.Heads, cfg.Context
+	w, dh := (3+hd)*d, d/hd
+	sn := &TransformerSnapshot{cfg: cfg, d: d, heads: hd, w: w, scale: 1 / math.Sqrt(float64(dh))}
+	pw := w - d // (D, W-D): [W_Q | W_K | W_V W_O per head]
+	proj := weightsAll(make([]float64, d*pw), floatsOf(tr.wq), floatsOf(tr.wk), floatsOf(tr.wv), floatsOf(tr.wo), d, hd)
+	records := func(emb []float64, rows int) []float64 {
+		rec := make([]float64, rows*w)
+		for x := 0; x < rows; x++ {
+			copy(rec[x*w:x*w+d], emb[x*d:(x+1)*d])
+		}
+		gemm(false, false, 1, dense(emb, rows, d), dense(proj, d, pw), 0, view(rec, d, rows, pw, w)) // (rows, D) x (D, W-D) -> (rows, W-D)
+		return rec
+	}
+	sn.tok = records(floatsOf(tr.emb), v)
+	if tr.pos != nil {
+		sn.pos = records(floatsOf(tr.pos), c)
+	}
+	u := floatsOf(tr.unemb)
+	sn.unemb, sn.bias = slices.Clone(u), make([]float64, cfg.Support.NNZ())
+	if tr.bias != nil {
+		copy(sn.bias, floatsOf(tr.bias))
+	} else { // identity: U is (D, V), column a is token a's
+		for a := 0; a < v; a++ {
+			for i := 0; i < d; i++ {
+				sn.unemb[a*d+i] = u[i*v+a]
+			}
+		}
+	}
+	if tr.lnGain != nil {
+		sn.lnGain, sn.lnBias = slices.Clone(floatsOf(tr.lnGain)), slices.Clone(floatsOf(tr.lnBias))
+	}
+	return sn
+}
+
+// floatsOf returns the float64 values of a parameter node.
+func floatsOf(n *G.Node) []float64 { return n.Value().Data().([]float64) }
+
 // TransformerSampler computes a Transformer's next-token log-probabilities
-// in plain Go for one growing sequence, with a cache of the keys and values
-// of the last Context tokens (and, with Prompt, of the prompt, kept for the
-// whole sequence). It builds no graph.
+// in plain Go for one growing sequence, from a TransformerSnapshot's
+// tables and a ring cache of the keys and values (through W_O) of the
+// last Context tokens (and, with Prompt, of the prompt, kept for the whole
+// sequence). It builds no graph and allocates nothing per token: a Push
+// is a few row additions, per head one matrix-vector product over the
+// ring for the scores and one for the values, and one dot product per
+// valid next token. Its log-probabilities equal the training graph's (to
+// rounding).
 //
-// The first layer is linear in h0 = E[x] + P[p], so the sampler keeps,
-// filled lazily, the products of each token's and each position's
-// embedding with W_Q, W_K and, head by head, W_V W_O: a token's query, key
-// and output value are then sums of two cached rows, and each Push costs
-// O(Context*D + R*D) (attention over the window and the R logits of the
-// current row) once the rows it needs are cached, instead of O(D^2).
-// With LayerNorm, the residual stream goes through the same layer norm
-// (O(D)) before the R logits.
-//
-// It holds a copy of the parameters taken by Transformer.Sampler, so it is
-// unaffected by later updates (take a new one after a step) and safe to use
-// on another goroutine than the training graph; one sampler per goroutine.
+// A sampler is for one goroutine; samplers of one snapshot share its
+// tables.
 type TransformerSampler struct {
-	cfg     TransformerConfig
-	v, d    int
-	heads   int
-	emb     []float64 // (V, D)
-	pos     []float64 // (C, D) or nil
-	wq, wk  []float64 // (D, D)
-	wv, wo  []float64 // (D, D)
-	unemb   []float64 // (D, V)
-	lnGain  []float64 // (D) or nil without LayerNorm
-	lnBias  []float64 // (D) or nil without LayerNorm
-	tok, at rows      // per token, per position: h0 part times W_Q, W_K, W_V W_O
-	keys    []float64 // (C, D) ring: the n-th token pushed in slot n mod C
-	vals    []float64 // (C, H*D) ring: per head, the value already through W_O
-	pkey    []float64 // (D) key of the prompt
-	pval    []float64 // (H*D) value of the prompt through W_O
+	sn      *TransformerSnapshot
+	ring    []float64 // (C, W) the records h | q | k | vo of the last Context tokens, the n-th pushed in row n mod C
+	pkey    []float64 // (D) the prompt's key
+	pval    []float64 // (H D) the prompt's values
 	prompt  bool      // pkey and pval hold the current sequence's prompt
 	start   int       // absolute position of the first token pushed
 	n       int       // tokens pushed
 	last    int       // last token pushed
-	q, h    []float64 // (D) scratch
-	tmp     []float64 // (D) scratch
-	scores  []float64 // (C+1) scratch
-	attn    []float64 // (C+1) the last Push's attention weights, averaged over heads
+	weights []float64 // (H, C+1) the last Push's attention weights per head, unnormalised: the prompt's (when there is one), then ring rows 0..
+	norm    []float64 // (H) 1 / the sum of each head's weights
+	attn    []float64 // (C+1) Attention's average over heads, in key order
 	logp    []float64 // (R) log-probs over Row(last)
-	lse     []float64 // (1) scratch for segmentLogSoftmaxForward
-	offsets []int     // {0, len(row)}
+	prob    []float64 // (R) probabilities over Row(last)
 }
 
-// rows caches, for each of n inputs (tokens or positions), the input's
-// embedding row times W_Q (D), W_K (D) and, per head h, W_V[:, head h]
-// W_O[head h, :] (H*D), computed on first use.
-type rows struct {
-	q, k, vo []float64
-	done     []bool
+// Sampler returns a sampler reading the snapshot's tables. With Prompt,
+// start each sequence with ResetPrompt or ResetAt.
+func (sn *TransformerSnapshot) Sampler() *TransformerSampler {
+	c, d, hd, r := sn.cfg.Context, sn.d, sn.heads, sn.cfg.maxRow()
+	return &TransformerSampler{sn: sn, ring: make([]float64, c*sn.w), pkey: make([]float64, d), pval: make([]float64, hd*d),
+		weights: make([]float64, hd*(c+1)), norm: make([]float64, hd), attn: make([]float64, c+1),
+		logp: make([]float64, 0, r), prob: make([]float64, 0, r)}
 }
 
-func newRows(n, d, heads int) rows {
-	return rows{q: make([]float64, n*d), k: make([]float64, n*d), vo: make([]float64, n*heads*d), done: make([]bool, n)}
-}
-
-// Sampler returns a sampler holding a copy of the current parameters. With
-// Prompt, start each sequence with ResetPrompt or ResetAt.
-func (tr *Transformer) Sampler() *TransformerSampler {
-	cfg := tr.cfg
-	v, d, c, hd := cfg.Vocab, cfg.Dim, cfg.Context, cfg.Heads
-	s := &TransformerSampler{cfg: cfg, v: v, d: d, heads: hd,
-		emb: cloneValue(tr.emb.Value().Data()), wq: cloneValue(tr.wq.Value().Data()),
-		wk: cloneValue(tr.wk.Value().Data()), wv: cloneValue(tr.wv.Value().Data()),
-		wo: cloneValue(tr.wo.Value().Data()), unemb: cloneValue(tr.unemb.Value().Data()),
-		tok: newRows(v, d, hd), keys: make([]float64, c*d), vals: make([]float64, c*hd*d),
-		pkey: make([]float64, d), pval: make([]float64, hd*d),
-		q: make([]float64, d), h: make([]float64, d), tmp: make([]float64, d),
-		scores: make([]float64, c+1), attn: make([]float64, c+1), logp: make([]float64, 0, cfg.maxRow()), lse: make([]float64, 1),
-		offsets: make([]int, 2)}
-	if tr.pos != nil {
-		s.pos = cloneValue(tr.pos.Value().Data())
-		s.at = newRows(c, d, hd)
-	}
-	if tr.lnGain != nil {
-		s.lnGain, s.lnBias = cloneValue(tr.lnGain.Value().Data()), cloneValue(tr.lnBias.Value().Data())
-	}
-	return s
-}
-
-func cloneValue(data any) []float64 { return slices.Clone(data.([]float64)) }
-
-// fill computes row i of r from the embedding row e.
-func (s *TransformerSampler) fill(r rows, i int, e []float64) {
-	if r.done[i] {
-		return
-	}
-	d := s.d
-	vecMat(r.q[i*d:(i+1)*d], e, s.wq)
-	vecMat(r.k[i*d:(i+1)*d], e, s.wk)
-	vecMat(s.tmp, e, s.wv)
-	dh := d / s.heads
-	for hd := 0; hd < s.heads; hd++ {
-		lo, hi := hd*dh, (hd+1)*dh
-		vecMat(r.vo[(i*s.heads+hd)*d:(i*s.heads+hd+1)*d], s.tmp[lo:hi], s.wo[lo*d:hi*d])
-	}
-	r.done[i] = true
-}
+// Sampler returns a sampler of the current parameters, on a snapshot of
+// its own. Samplers on several goroutines should share one Snapshot.
+func (tr *Transformer) Sampler() *TransformerSampler { return tr.Snapshot().Sampler() }
 
 // Reset empties the sequence: the next Push is at position 0, without a
 // prompt (with Prompt, Push then fails until ResetPrompt or ResetAt).
@@ -119,22 +124,22 @@ func (s *TransformerSampler) ResetPrompt(x int) error { return s.ResetAt(0, x) }
 // ResetAt empties the sequence and starts a new one whose next Push is at
 // absolute position start >= 0 (as Window.Start), with prompt token prompt
 // in [0, Vocab) when the config has Prompt (ignored otherwise: pass -1).
-// The prompt's key and value are cached for the whole sequence.
+// The prompt's key and values are cached for the whole sequence.
 func (s *TransformerSampler) ResetAt(start, prompt int) error {
 	if start < 0 {
 		return fmt.Errorf("nn: transformer sampler: start %d: want >= 0", start)
 	}
 	s.n, s.start, s.prompt = 0, start, false
-	if !s.cfg.Prompt {
+	sn := s.sn
+	if !sn.cfg.Prompt {
 		return nil
 	}
-	if prompt < 0 || prompt >= s.v {
-		return fmt.Errorf("nn: transformer sampler: prompt %d: want in [0, %d)", prompt, s.v)
+	if prompt < 0 || prompt >= sn.cfg.Vocab {
+		return fmt.Errorf("nn: transformer sampler: prompt %d: want in [0, %d)", prompt, sn.cfg.Vocab)
 	}
-	d, hd := s.d, s.heads
-	s.fill(s.tok, prompt, s.emb[prompt*d:(prompt+1)*d]) // no positional embedding
-	copy(s.pkey, s.tok.k[prompt*d:(prompt+1)*d])
-	copy(s.pval, s.tok.vo[prompt*hd*d:(prompt+1)*hd*d])
+	rec := sn.tok[prompt*sn.w : (prompt+1)*sn.w] // no positional embedding
+	copy(s.pkey, rec[2*sn.d:3*sn.d])
+	copy(s.pval, rec[3*sn.d:])
 	s.prompt = true
 	return nil
 }
@@ -148,101 +153,76 @@ func (s *TransformerSampler) Len() int { return s.n }
 // Support.Row(x), in row order. The returned slice is reused by the next
 // Push.
 func (s *TransformerSampler) Push(x int) ([]float64, error) {
-	if x < 0 || x >= s.v {
-		return nil, fmt.Errorf("nn: transformer sampler: token %d: want in [0, %d)", x, s.v)
+	sn := s.sn
+	cfg := &sn.cfg
+	if x < 0 || x >= cfg.Vocab {
+		return nil, fmt.Errorf("nn: transformer sampler: token %d: want in [0, %d)", x, cfg.Vocab)
 	}
-	if s.cfg.Prompt && !s.prompt {
+	if cfg.Prompt && !s.prompt {
 		return nil, fmt.Errorf("nn: transformer sampler: no prompt: want ResetPrompt or ResetAt before Push")
 	}
-	if s.n > 0 && s.cfg.Support.Entry(s.last, x) < 0 {
+	if s.n > 0 && cfg.Support.Entry(s.last, x) < 0 {
 		return nil, fmt.Errorf("nn: transformer sampler: transition %d -> %d: not in the support", s.last, x)
 	}
-	d, c, hd := s.d, s.cfg.Context, s.heads
-	slot := s.n % c
-	s.fill(s.tok, x, s.emb[x*d:(x+1)*d])
-	copy(s.h, s.emb[x*d:(x+1)*d]) // the residual stream starts at h0
-	copy(s.q, s.tok.q[x*d:(x+1)*d])
-	key := s.keys[slot*d : (slot+1)*d]
-	copy(key, s.tok.k[x*d:(x+1)*d])
-	val := s.vals[slot*hd*d : (slot+1)*hd*d]
-	copy(val, s.tok.vo[x*hd*d:(x+1)*hd*d])
-	if s.pos != nil {
+	d, c, hd, w := sn.d, cfg.Context, sn.heads, sn.w
+	dh, slot := d/hd, s.n%c
+	rec, tok := s.ring[slot*w:(slot+1)*w], sn.tok[x*w:(x+1)*w]
+	if sn.pos != nil { // the record of x at its position: token's + position's
 		ps := (s.start + s.n) % c
-		s.fill(s.at, ps, s.pos[ps*d:(ps+1)*d])
-		addTo(s.h, s.pos[ps*d:(ps+1)*d])
-		addTo(s.q, s.at.q[ps*d:(ps+1)*d])
-		addTo(key, s.at.k[ps*d:(ps+1)*d])
-		addTo(val, s.at.vo[ps*hd*d:(ps+1)*hd*d])
+		addTwo(rec, tok, sn.pos[ps*w:(ps+1)*w])
+	} else {
+		copy(rec, tok)
 	}
+	h, q := rec[:d], rec[d:2*d] // the residual stream starts at h0; later pushes read only k and vo
 
-	// Attention over the prompt, when there is one, and positions first..n
-	// (at most Context of them), head by head: score i < lead is the
-	// prompt's. Values are already through W_O, so each head adds its
-	// weighted values to the residual stream directly.
-	first := max(0, s.n-c+1)
-	nk := s.n - first + 1
-	lead := 0
+	// Attention over the prompt, when there is one, and the ring's rows
+	// (the last min(n+1, Context) tokens), head by head. Values are
+	// already through W_O, so each head adds its weighted values to the
+	// residual stream directly.
+	lead, rows := 0, min(s.n+1, c)
 	if s.prompt {
 		lead = 1
 	}
-	keyOf := func(i int) []float64 {
-		if i < lead {
-			return s.pkey
+	scale := sn.scale
+	for hh := 0; hh < hd; hh++ {
+		qh, wt := q[hh*dh:(hh+1)*dh], s.weights[hh*(c+1):hh*(c+1)+lead+rows]
+		if s.prompt {
+			wt[0] = dot(qh, s.pkey[hh*dh:(hh+1)*dh]) * scale
 		}
-		return s.keys[((first+i-lead)%c)*d:]
-	}
-	valOf := func(i, h int) []float64 {
-		if i < lead {
-			return s.pval[h*d : (h+1)*d]
-		}
-		sl := (first + i - lead) % c
-		return s.vals[(sl*hd+h)*d : (sl*hd+h+1)*d]
-	}
-	dh := d / hd
-	scale := 1 / math.Sqrt(float64(dh))
-	s.attn = s.attn[:lead+nk]
-	clear(s.attn)
-	for h := 0; h < hd; h++ {
-		lo, hi := h*dh, (h+1)*dh
-		sc := s.scores[:lead+nk]
-		m := math.Inf(-1)
-		for i := range sc {
-			k := keyOf(i)
-			dot := 0.0
-			for j := lo; j < hi; j++ {
-				dot += s.q[j] * k[j]
+		gemv(false, scale, view(s.ring, 2*d+hh*dh, rows, dh, w), qh, 0, wt[lead:]) // (rows, dh) x (dh) -> (rows)
+		m, j := wt[0], 0
+		for i, v := range wt {
+			if v > m {
+				m, j = v, i
 			}
-			sc[i] = dot * scale
-			m = max(m, sc[i])
 		}
 		sum := 0.0
-		for i, v := range sc {
-			sc[i] = math.Exp(v - m)
-			sum += sc[i]
-		}
-		for i, a := range sc {
-			a /= sum
-			s.attn[i] += a / float64(hd)
-			for j, v := range valOf(i, h) {
-				s.h[j] += a * v
+		for i, v := range wt {
+			if i == j {
+				wt[i] = 1 // exp(0)
+			} else {
+				wt[i] = math.Exp(v - m)
 			}
+			sum += wt[i]
+		}
+		inv := 1 / sum
+		s.norm[hh] = inv
+		gemv(true, inv, view(s.ring, (3+hh)*d, rows, d, w), wt[lead:], 1, h) // (D, rows) x (rows) -> (D)
+		if s.prompt {
+			axpy(h, wt[0]*inv, s.pval[hh*d:(hh+1)*d])
 		}
 	}
 
-	if s.lnGain != nil {
-		layerNormVec(s.h, s.lnGain, s.lnBias)
+	if sn.lnGain != nil {
+		layerNormVec(h, sn.lnGain, sn.lnBias)
 	}
-	row := s.cfg.Support.Row(x)
-	s.logp = s.logp[:len(row)]
-	for j, a := range row {
-		l := 0.0
-		for i, hv := range s.h {
-			l += hv * s.unemb[i*s.v+a]
-		}
-		s.logp[j] = l
+	lo, hi := cfg.Support.Offsets[x], cfg.Support.Offsets[x+1]
+	s.logp, s.prob = s.logp[:hi-lo], s.prob[:hi-lo]
+	for e := lo; e < hi; e++ {
+		a := cfg.Support.Next[e]
+		s.logp[e-lo] = dot(h, sn.unemb[a*d:(a+1)*d]) + sn.bias[e]
 	}
-	s.offsets[1] = len(row)
-	segmentLogSoftmaxForward(s.logp, s.logp, s.offsets, s.lse)
+	rowLogSoftmax(s.logp, s.prob, s.logp)
 	s.n++
 	s.last = x
 	return s.logp, nil
@@ -251,44 +231,49 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 // Attention returns the attention weights of the last Push, averaged over
 // the heads: the prompt's first when there is one, then the window's
 // positions from the oldest to the current token (last). The slice is
-// reused by the next Push.
-func (s *TransformerSampler) Attention() []float64 { return s.attn }
-
-// addTo adds x to dst element by element.
-func addTo(dst, x []float64) {
-	for i, v := range x {
-		dst[i] += v
+// reused by the next call.
+func (s *TransformerSampler) Attention() []float64 {
+	if s.n == 0 {
+		return s.attn[:0]
 	}
+	hd, c := s.sn.heads, s.sn.cfg.Context
+	lead, rows := 0, min(s.n, c)
+	if s.prompt {
+		lead = 1
+	}
+	first := s.n - rows // the oldest token in the window, in ring row first mod C
+	s.attn = s.attn[:lead+rows]
+	clear(s.attn)
+	for hh := 0; hh < hd; hh++ {
+		wt, f := s.weights[hh*(c+1):], s.norm[hh]/float64(hd)
+		if s.prompt {
+			s.attn[0] += wt[0] * f
+		}
+		for i := 0; i < rows; i++ {
+			s.attn[lead+i] += wt[lead+(first+i)%c] * f
+		}
+	}
+	return s.attn
 }
 
 // Sample draws the next token from the distribution the last Push
-// returned; it needs at least one Push.
+// returned; it needs at least one Push. A draw past the last entry (the
+// probabilities summing to slightly less than 1) takes the last entry of
+// positive probability.
 func (s *TransformerSampler) Sample(rng *rand.Rand) (int, error) {
 	if s.n == 0 {
 		return 0, fmt.Errorf("nn: transformer sampler: sample before any token")
 	}
-	row := s.cfg.Support.Row(s.last)
+	row := s.sn.cfg.Support.Row(s.last)
 	u := rng.Float64()
-	for j, lp := range s.logp {
-		u -= math.Exp(lp)
-		if u < 0 {
+	for j, p := range s.prob {
+		if u -= p; u < 0 {
 			return row[j], nil
 		}
 	}
-	return row[len(row)-1], nil // rounding: the last entry takes the remainder
-}
-
-// vecMat writes out = x W for a row vector x (n) and a row-major W (n, m),
-// len(out) = m.
-func vecMat(out, x, w []float64) {
-	m := len(out)
-	clear(out)
-	for i, xv := range x {
-		if xv == 0 {
-			continue
-		}
-		for j, wv := range w[i*m : (i+1)*m] {
-			out[j] += xv * wv
-		}
+	j := len(s.prob) - 1
+	for j > 0 && s.prob[j] == 0 {
+		j--
 	}
+	return row[j], nil
 }

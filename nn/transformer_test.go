@@ -128,7 +128,9 @@ func TestTransformerConfigValidate(t *testing.T) {
 		{"vocab", func(c *TransformerConfig) { c.Vocab = 0 }, "vocab 0"},
 		{"support", func(c *TransformerConfig) { c.Support = DenseSupport(3) }, "support"},
 		{"heads", func(c *TransformerConfig) { c.Heads = 0 }, "heads 0"},
-		{"dim", func(c *TransformerConfig) { c.Heads = 3 }, "dim 4"},
+		{"dim", func(c *TransformerConfig) { c.Heads = 3 }, "dim 64"},
+		{"init", func(c *TransformerConfig) { c.Init = "random" }, `init "random"`},
+		{"identity-dim", func(c *TransformerConfig) { c.Init = "identity" }, `init "identity" needs dim = vocab = 4`},
 		{"context", func(c *TransformerConfig) { c.Context = 0 }, "context 0"},
 		{"positional", func(c *TransformerConfig) { c.Positional = "sine" }, `positional "sine"`},
 	}
@@ -142,78 +144,33 @@ func TestTransformerConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	ln := ok
-	ln.LayerNorm = true
-	if err := ln.Validate(); err != nil {
-		t.Errorf("layer norm: got %v, want nil", err)
+	for _, c := range []TransformerConfig{
+		{Vocab: 4, Support: s, Dim: 64, Heads: 1, Context: 8, Positional: "learned", LayerNorm: true, Init: "table"},
+		{Vocab: 4, Support: s, Dim: 4, Heads: 1, Context: 8, Positional: "learned"},
+		{Vocab: 4, Support: s, Dim: 3, Heads: 1, Context: 1, Positional: "none", Init: "table"},
+		{Vocab: 4, Support: s, Dim: 4, Heads: 2, Context: 8, Positional: "learned", Init: "identity"},
+	} {
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: got %v, want nil", c, err)
+		}
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	c := ok
-	c.Dim, c.Heads = 8, 1
-	if _, err := NewTransformerFromBigram(c, make([]float64, s.NNZ()), rng); err == nil {
-		t.Errorf("dim != vocab with exact init: got nil error, want one")
+	c.Dim, c.Init = 8, "identity"
+	if _, err := NewTransformerFromBigram(c, make([]float64, s.NNZ()), rng); err == nil || !strings.Contains(err.Error(), "dim 8") {
+		t.Errorf("dim != vocab with init identity: got %v, want an error naming the dim", err)
 	}
-}
-
-// At initialisation the transformer is the bigram: graph and sampler give
-// the bigram's row log-softmax on random prefixes.
-func TestTransformerInitEqualsBigram(t *testing.T) {
-	for _, pos := range []string{"none", "learned"} {
-		t.Run(pos, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(3, 4))
-			v := 12
-			s := randomSupport(rng, v)
-			logits := randomVector(rng, s.NNZ(), 3)
-			cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: 3, Positional: pos}
-			tr, err := NewTransformerFromBigram(cfg, logits, rng)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := func(x int) []float64 {
-				row := append([]float64(nil), logits[s.Offsets[x]:s.Offsets[x+1]]...)
-				segmentLogSoftmaxForward(row, row, []int{0, len(row)}, nil)
-				return row
-			}
-			const b, n = 4, 7
-			h := newHarness(t, tr, b, n, nil)
-			for round := 0; round < 5; round++ {
-				seqs := make([][]int, b)
-				for i := range seqs {
-					seqs[i] = randomWalk(rng, s, 1+rng.IntN(n))
-				}
-				h.run(t, seqs)
-				entries := h.fw.SlotEntries()
-				_, _, r := h.fw.Shape()
-				for i, seq := range seqs {
-					smp := tr.Sampler()
-					for k, x := range seq {
-						w := want(x)
-						got := h.logProbsAt(i, k, len(w))
-						sp, err := smp.Push(x)
-						if err != nil {
-							t.Fatal(err)
-						}
-						for j := range w {
-							if !closeTo(got[j], w[j], 1e-9) || !closeTo(sp[j], w[j], 1e-9) {
-								t.Fatalf("round %d seq %d pos %d entry %d: got graph %v, sampler %v, want %v", round, i, k, j, got[j], sp[j], w[j])
-							}
-						}
-						p := i*n + k
-						for j := len(w); j < r; j++ {
-							if lp := h.logp.Data().([]float64)[p*r+j]; math.Exp(lp) != 0 || entries[p*r+j] != -1 {
-								t.Fatalf("masked slot %d of pos %d: got prob %v entry %d, want 0 and -1", j, k, math.Exp(lp), entries[p*r+j])
-							}
-						}
-						if k+1 < len(seq) {
-							e := s.Entry(x, seq[k+1]) - s.Offsets[x]
-							if got := h.taken.Data().([]float64)[p]; got != h.logp.Data().([]float64)[p*r+e] {
-								t.Fatalf("taken at seq %d pos %d: got %v, want %v", i, k, got, h.logp.Data().([]float64)[p*r+e])
-							}
-						}
-					}
-				}
-			}
-		})
+	for _, tc := range []struct {
+		cfg  TransformerConfig
+		want string
+	}{{ok, "table"}, {TransformerConfig{Vocab: 4, Support: s, Dim: 4, Heads: 1, Context: 2, Positional: "none"}, "identity"}} {
+		tr, err := NewTransformerFromBigram(tc.cfg, make([]float64, s.NNZ()), rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tr.Config().Init; got != tc.want {
+			t.Errorf("init %q: got resolved init %q, want %q", tc.cfg.Init, got, tc.want)
+		}
 	}
 }
 
@@ -224,12 +181,19 @@ func TestTransformerGradientFiniteDifference(t *testing.T) {
 		name  string
 		heads int
 		pos   string
-	}{{"2heads-learned", 2, "learned"}, {"1head-none", 1, "none"}} {
+		init  string
+		dim   int
+	}{
+		{"table-2heads-learned", 2, "learned", "table", 4},
+		{"table-1head-none", 1, "none", "table", 3},
+		{"identity-2heads-learned", 2, "learned", "identity", 6},
+		{"identity-1head-none", 1, "none", "identity", 6},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(5, 6))
 			v := 6
 			s := randomSupport(rng, v)
-			cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: tc.heads, Context: 2, Positional: tc.pos}
+			cfg := TransformerConfig{Vocab: v, Support: s, Dim: tc.dim, Heads: tc.heads, Context: 2, Positional: tc.pos, Init: tc.init}
 			tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
 			if err != nil {
 				t.Fatal(err)
@@ -292,73 +256,47 @@ func maxAbs(x []float64) float64 {
 	return m
 }
 
-// At the exact initialisation W_O = 0 cuts attention off, so W_Q, W_K and
-// W_V get no gradient, but W_O does: attention can start to learn.
-func TestTransformerInitGradientReachesWO(t *testing.T) {
-	rng := rand.New(rand.NewPCG(13, 14))
-	v := 8
-	s := randomSupport(rng, v)
-	cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: 3, Positional: "learned"}
-	tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const b, n = 2, 5
-	w := make([]float64, b*n)
-	for i := range w {
-		if i%n+1 < n {
-			w[i] = 1
-		}
-	}
-	h := newHarness(t, tr, b, n, w)
-	h.run(t, [][]int{randomWalk(rng, s, n), randomWalk(rng, s, n)})
-	for k, node := range tr.Learnables() {
-		g := maxAbs(h.grads[k].Data().([]float64))
-		switch node.Name() {
-		case "WQ", "WK", "WV":
-			if g != 0 {
-				t.Errorf("max |d loss / d %s|: got %v, want 0 while W_O = 0", node.Name(), g)
-			}
-		case "WO":
-			if g == 0 {
-				t.Errorf("max |d loss / d WO|: got 0, want > 0")
-			}
-		}
-	}
-}
-
 // With random parameters and sequences longer than the window, the
-// sampler's cached incremental log-probs equal the graph's.
+// sampler's cached incremental log-probs equal the graph's to 1e-12, for
+// both initialisations; the samplers of one snapshot share its tables.
 func TestTransformerSamplerMatchesGraph(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	v := 10
-	s := randomSupport(rng, v)
-	cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: 3, Positional: "learned"}
-	tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const b, n = 3, 9
-	h := newHarness(t, tr, b, n, nil)
-	for round := 0; round < 3; round++ {
-		randomizeParams(t, tr, rng, 0.8)
-		seqs := [][]int{randomWalk(rng, s, n), randomWalk(rng, s, 1+rng.IntN(n)), randomWalk(rng, s, n)}
-		h.run(t, seqs)
-		for i, seq := range seqs {
-			smp := tr.Sampler()
-			for k, x := range seq {
-				sp, err := smp.Push(x)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := h.logProbsAt(i, k, len(sp))
-				for j := range sp {
-					if !closeTo(sp[j], got[j], 1e-9) {
-						t.Fatalf("round %d seq %d pos %d entry %d: got sampler %v, want graph %v", round, i, k, j, sp[j], got[j])
+	for _, tc := range []struct {
+		init string
+		dim  int
+	}{{"table", 8}, {"identity", 10}} {
+		t.Run(tc.init, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, 8))
+			v := 10
+			s := randomSupport(rng, v)
+			cfg := TransformerConfig{Vocab: v, Support: s, Dim: tc.dim, Heads: 2, Context: 3, Positional: "learned", Init: tc.init}
+			tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const b, n = 3, 9
+			h := newHarness(t, tr, b, n, nil)
+			for round := 0; round < 3; round++ {
+				randomizeParams(t, tr, rng, 0.8)
+				seqs := [][]int{randomWalk(rng, s, n), randomWalk(rng, s, 1+rng.IntN(n)), randomWalk(rng, s, n)}
+				h.run(t, seqs)
+				sn := tr.Snapshot()
+				for i, seq := range seqs {
+					smp := sn.Sampler()
+					for k, x := range seq {
+						sp, err := smp.Push(x)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got := h.logProbsAt(i, k, len(sp))
+						for j := range sp {
+							if !closeTo(sp[j], got[j], 1e-12) {
+								t.Fatalf("round %d seq %d pos %d entry %d: got sampler %v, want graph %v", round, i, k, j, sp[j], got[j])
+							}
+						}
 					}
 				}
 			}
-		}
+		})
 	}
 }
 
@@ -408,86 +346,6 @@ func TestTransformerCausalAndWindow(t *testing.T) {
 	if !differs {
 		t.Errorf("window: tokens inside the window changed nothing: want attention to matter")
 	}
-}
-
-// benchTransformer returns a transformer on a random support of v tokens
-// with random parameters, with or without a prompt.
-func benchTransformer(b *testing.B, v, ctx int, prompt bool) (*Transformer, Support, *rand.Rand) {
-	rng := rand.New(rand.NewPCG(11, 12))
-	s := randomSupport(rng, v)
-	cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: ctx, Positional: "learned", Prompt: prompt}
-	tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
-	if err != nil {
-		b.Fatal(err)
-	}
-	vals := tr.ParamValues()
-	for i := range vals {
-		vals[i] = randomVector(rng, len(vals[i]), 0.3)
-	}
-	if err := tr.SetParamValues(vals); err != nil {
-		b.Fatal(err)
-	}
-	return tr, s, rng
-}
-
-// One forward+backward+SGD step, V = D = 32, 2 heads, window 8, B = 8
-// sequences of T = 16 tokens.
-func BenchmarkTransformerStep(b *testing.B) {
-	const batch, n = 8, 16
-	tr, s, rng := benchTransformer(b, 32, 8, false)
-	fw, err := tr.Forward(batch, n)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := G.NewVector(tr.Graph(), G.Float64, G.WithShape(batch*n), G.WithName("w"),
-		G.WithValue(tensor.New(tensor.WithShape(batch*n), tensor.WithBacking(make([]float64, batch*n))))) // (N)
-	ll, err := fw.WeightedTakenLogLik(w)
-	if err != nil {
-		b.Fatal(err)
-	}
-	step, err := NewStep(ll, tr.Learnables(), &SGDSolver{LR: 1e-4})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer step.Close()
-	seqs := make([][]int, batch)
-	for i := range seqs {
-		seqs[i] = randomWalk(rng, s, n)
-	}
-	if err := fw.Set(seqs); err != nil {
-		b.Fatal(err)
-	}
-	weights := w.Value().Data().([]float64)
-	for i := range weights {
-		if i%n+1 < n {
-			weights[i] = -1.0 / float64(batch*(n-1))
-		}
-	}
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := step.Run(); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// Sampler throughput, V = D = 32, 2 heads, window 8, sequences of 64.
-func BenchmarkTransformerSampler(b *testing.B) {
-	tr, s, rng := benchTransformer(b, 32, 8, false)
-	smp := tr.Sampler()
-	x := rng.IntN(s.Rows())
-	for b.Loop() {
-		if smp.Len() == 64 {
-			smp.Reset()
-		}
-		if _, err := smp.Push(x); err != nil {
-			b.Fatal(err)
-		}
-		if x, _ = smp.Sample(rng); x < 0 {
-			b.Fatal("bad token")
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 }
 
 // TestSamplerAttention: with W_Q = 0 every score is 0, so each head

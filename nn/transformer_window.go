@@ -29,29 +29,32 @@ type Window struct {
 // SlotEntries tells which support entry each slot is. Positions past the end
 // of a row hold finite values to be ignored (weight them 0).
 //
-// With Prompt, the attention runs over rows of T+1 slots, the row's prompt
-// in slot 0 and token t in slot t+1; the prompt slot's output is dropped
-// before the unembedding, so LogProbs, Taken, HasTaken and the weights of
-// WeightedTakenLogLik have exactly the layout above (B*T positions over
-// real tokens only) with or without Prompt.
+// With Prompt, each row's prompt is one more key that every position of
+// the row attends to; it is not predicted and has no slots, so LogProbs,
+// Taken, HasTaken and the weights of WeightedTakenLogLik have exactly the
+// layout above (B*T positions over real tokens only) with or without
+// Prompt.
 type TransformerBatch struct {
-	tr         *Transformer
-	b, t, r, l int // rows, tokens per row, slots per position, attention slots per row (t or t+1)
+	tr      *Transformer
+	b, t, r int // rows, tokens per row, slots per position
 
-	tok, pos, sel, takenIdx *G.Node // Int inputs: token ids (B*L), position ids (B*L), logit indices (N*R), taken slots (N)
-	mask                    *G.Node // (N*R) 0 or maskLogit
-	logp, taken             *G.Node
-
-	tokData, posData, selData, takenData []int
-	maskData                             []float64
-	entries                              []int // len N*R: support entry of each slot, -1 for masked slots
-	lens                                 []int
+	lay      *windowLayout // tokens, positions and slot groupings, read by the fused ops
+	takenIdx *G.Node       // (N) Int: logit slot of each taken token
+	taken    *G.Node       // (N)
+	logp     *G.Node       // (N*R)
 }
 
 // Forward builds the forward graph for b rows of at most t tokens on the
-// transformer's graph (with Prompt, each row also holds its prompt slot).
+// transformer's graph (with Prompt, each row also holds its prompt).
 // Call it once per transformer: the tape machine runs every node of the
 // graph.
+//
+// The graph is three fused ops (see nn/doc.go) and a gather:
+//
+//	h = Attention(E, P, W_Q, W_K, W_V, W_O)     // tokens and positions -> (N, D)
+//	h = LayerNorm(h, LN_gain, LN_bias)          // (N, D) -> (N, D), with LayerNorm
+//	logp = Unembed(h, U, B)                     // (N, D) -> (N*R), slots of R per position
+//	taken = gather(logp, taken slots)           // (N*R) -> (N)
 func (tr *Transformer) Forward(b, t int) (fw *TransformerBatch, err error) {
 	defer recoverGraph("transformer forward", &err)
 	if tr.built {
@@ -61,66 +64,23 @@ func (tr *Transformer) Forward(b, t int) (fw *TransformerBatch, err error) {
 		return nil, fmt.Errorf("nn: transformer forward: batch %d, length %d: want both >= 1", b, t)
 	}
 	cfg, g := tr.cfg, tr.g
-	l := t
-	if cfg.Prompt {
-		l = t + 1
-	}
-	n, r, v := b*t, cfg.maxRow(), cfg.Vocab
-	fw = &TransformerBatch{tr: tr, b: b, t: t, r: r, l: l,
-		tokData: make([]int, b*l), posData: make([]int, b*l), selData: make([]int, n*r), takenData: make([]int, n),
-		maskData: make([]float64, n*r), entries: make([]int, n*r), lens: make([]int, b)}
-	fw.tok = G.NewVector(g, G.Int, G.WithShape(b*l), G.WithName("tokens")) // (B*L)
-	if tr.pos != nil {
-		fw.pos = G.NewVector(g, G.Int, G.WithShape(b*l), G.WithName("positions")) // (B*L)
-	}
-	fw.sel = G.NewVector(g, G.Int, G.WithShape(n*r), G.WithName("slot_logits"))    // (N*R)
+	n, r := b*t, cfg.maxRow()
+	fw = &TransformerBatch{tr: tr, b: b, t: t, r: r, lay: newWindowLayout(cfg.Support, b, t, r, cfg.Context, cfg.Prompt)}
 	fw.takenIdx = G.NewVector(g, G.Int, G.WithShape(n), G.WithName("taken_slots")) // (N)
-	fw.mask = G.NewVector(g, G.Float64, G.WithShape(n*r), G.WithName("slot_mask")) // (N*R)
 	if err := fw.SetWindows(nil); err != nil {
 		return nil, err
 	}
-
-	h0, err := gather(tr.emb, fw.tok) // (V, D), (B*L) -> (B*L, D)
-	if err != nil {
-		return nil, fmt.Errorf("nn: transformer forward: %w", err)
-	}
-	if tr.pos != nil {
-		pe, err := gather(tr.pos, fw.pos) // (C, D), (B*L) -> (B*L, D), zero rows at prompt slots
-		if err != nil {
-			return nil, fmt.Errorf("nn: transformer forward: %w", err)
-		}
-		h0 = G.Must(G.Add(h0, pe)) // (B*L, D) + (B*L, D) -> (B*L, D)
-	}
-	attn, err := causalAttention(h0, tr.wq, tr.wk, tr.wv, tr.wo, b, l, cfg.Heads, cfg.Context, cfg.Prompt) // (B*L, D) -> (B*L, D)
+	h, err := attend(fw.lay, cfg.Heads, tr.emb, tr.pos, tr.wq, tr.wk, tr.wv, tr.wo) // E, [P,] W_Q, W_K, W_V, W_O -> (N, D)
 	if err != nil {
 		return nil, fmt.Errorf("nn: transformer forward: attention: %w", err)
 	}
-	h := G.Must(G.Add(h0, attn)) // (B*L, D) + (B*L, D) -> (B*L, D)
-	if cfg.Prompt {
-		keep := make([]int, n)
-		for p := range keep {
-			keep[p] = (p/t)*l + 1 + p%t
-		}
-		keepIdx := G.NewVector(g, G.Int, G.WithShape(n), G.WithName("token_slots"),
-			G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(keep)))) // (N)
-		if h, err = gather(h, keepIdx); err != nil { // (B*L, D), (N) -> (N, D): prompt slots dropped
-			return nil, fmt.Errorf("nn: transformer forward: %w", err)
-		}
-	}
 	if tr.lnGain != nil {
-		if h, err = layerNorm(h, tr.lnGain, tr.lnBias); err != nil { // (N, D) -> (N, D), per position
+		if h, err = layerNorm(h, tr.lnGain, tr.lnBias); err != nil { // (N, D), (D), (D) -> (N, D)
 			return nil, fmt.Errorf("nn: transformer forward: layer norm: %w", err)
 		}
 	}
-	logits := G.Must(G.Mul(h, tr.unemb))                   // (N, D) x (D, V) -> (N, V)
-	flat := G.Must(G.Reshape(logits, tensor.Shape{n * v})) // (N, V) -> (N*V)
-	slots, err := gather(flat, fw.sel)                     // (N*V), (N*R) -> (N*R)
-	if err != nil {
-		return nil, fmt.Errorf("nn: transformer forward: %w", err)
-	}
-	slots = G.Must(G.Add(slots, fw.mask))                                          // (N*R) + (N*R) -> (N*R)
-	if fw.logp, err = SegmentLogSoftmax(slots, uniformOffsets(n, r)); err != nil { // (N*R) -> (N*R), rows of R
-		return nil, fmt.Errorf("nn: transformer forward: %w", err)
+	if fw.logp, err = unembed(fw.lay, h, tr.unemb, tr.bias, tr.cfg.initName() == "identity"); err != nil { // (N, D), U, [B] -> (N*R)
+		return nil, fmt.Errorf("nn: transformer forward: unembedding: %w", err)
 	}
 	if fw.taken, err = gather(fw.logp, fw.takenIdx); err != nil { // (N*R), (N) -> (N)
 		return nil, fmt.Errorf("nn: transformer forward: %w", err)
@@ -173,67 +133,10 @@ func (fw *TransformerBatch) SetWindows(rows []Window) error {
 			}
 		}
 	}
-	v, r, first := cfg.Vocab, fw.r, 0
-	if cfg.Prompt {
-		first = 1
-	}
-	for b := 0; b < fw.b; b++ {
-		w := Window{Prompt: 0} // a missing row: prompt 0, no tokens
-		if b < len(rows) {
-			w = rows[b]
-		}
-		seq := w.Tokens
-		fw.lens[b] = len(seq)
-		if cfg.Prompt {
-			fw.tokData[b*fw.l], fw.posData[b*fw.l] = w.Prompt, -1 // no positional embedding
-		}
-		for t := 0; t < fw.t; t++ {
-			p := b*fw.t + t
-			x := 0 // padding: token 0, never seen by real positions (causal mask)
-			if t < len(seq) {
-				x = seq[t]
-			}
-			fw.tokData[b*fw.l+first+t] = x
-			fw.posData[b*fw.l+first+t] = (w.Start + t) % cfg.Context
-			lo, hi := cfg.Support.Offsets[x], cfg.Support.Offsets[x+1]
-			for j := 0; j < r; j++ {
-				s := p*r + j
-				if e := lo + j; e < hi {
-					fw.selData[s], fw.maskData[s], fw.entries[s] = p*v+cfg.Support.Next[e], 0, e
-				} else {
-					fw.selData[s], fw.maskData[s], fw.entries[s] = p*v+cfg.Support.Next[lo], maskLogit, -1
-				}
-			}
-			fw.takenData[p] = p * r
-			if t+1 < len(seq) {
-				fw.takenData[p] += cfg.Support.Entry(x, seq[t+1]) - lo
-			}
-		}
-	}
-	lets := []struct {
-		n    *G.Node
-		ints []int
-		fls  []float64
-	}{
-		{n: fw.tok, ints: fw.tokData},
-		{n: fw.pos, ints: fw.posData},
-		{n: fw.sel, ints: fw.selData},
-		{n: fw.takenIdx, ints: fw.takenData},
-		{n: fw.mask, fls: fw.maskData},
-	}
-	for _, l := range lets {
-		if l.n == nil {
-			continue
-		}
-		var val *tensor.Dense
-		if l.fls != nil {
-			val = tensor.New(tensor.WithShape(len(l.fls)), tensor.WithBacking(l.fls))
-		} else {
-			val = tensor.New(tensor.WithShape(len(l.ints)), tensor.WithBacking(l.ints))
-		}
-		if err := G.Let(l.n, val); err != nil {
-			return fmt.Errorf("nn: transformer batch: %w", err)
-		}
+	fw.lay.fill(rows)
+	idx := tensor.New(tensor.WithShape(len(fw.lay.taken)), tensor.WithBacking(fw.lay.taken))
+	if err := G.Let(fw.takenIdx, idx); err != nil {
+		return fmt.Errorf("nn: transformer batch: %w", err)
 	}
 	return nil
 }
@@ -253,7 +156,7 @@ func (fw *TransformerBatch) Offsets() []int { return uniformOffsets(fw.b*fw.t, f
 
 // SlotEntries returns, for each slot of LogProbs, its support entry index
 // or -1 for a masked slot, as of the last Set. Do not modify it.
-func (fw *TransformerBatch) SlotEntries() []int { return fw.entries }
+func (fw *TransformerBatch) SlotEntries() []int { return fw.lay.entries }
 
 // Taken returns the (B*T) node whose entry b*T+t is log pi(x_{t+1} |
 // [prompt,] ..., x_t) of row b, x_t = rows[b].Tokens[t] (the prompt is
@@ -263,7 +166,7 @@ func (fw *TransformerBatch) Taken() *G.Node { return fw.taken }
 
 // HasTaken reports whether token t of row b has a taken next token in the
 // last Set or SetWindows: t+1 < len(row b's tokens).
-func (fw *TransformerBatch) HasTaken(b, t int) bool { return t+1 < fw.lens[b] }
+func (fw *TransformerBatch) HasTaken(b, t int) bool { return t+1 < fw.lay.lens[b] }
 
 // WeightedTakenLogLik returns the scalar sum_p w[p] * Taken[p], w a (B*T)
 // node of the transformer's graph filled by the caller (0 where HasTaken is

@@ -1,0 +1,167 @@
+package nn
+
+import (
+	"runtime"
+	"sync"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/blas/gonum"
+	"gonum.org/v1/gonum/floats"
+)
+
+// The plain-Go kernels the fused ops and the sampler are made of. Vector
+// kernels call gonum's assembly (floats.Dot, floats.AddScaled: SSE2 on
+// amd64, about twice as fast as an unrolled Go loop at length 64); matrix
+// products call gonum's blocked, parallel Gemm. Lengths are always equal
+// by construction: gonum panics otherwise, and a panic inside a tape
+// machine's goroutine cannot be recovered.
+
+// dot returns x . y, len(x) == len(y).
+func dot(x, y []float64) float64 { return floats.Dot(x, y) }
+
+// axpy adds a x to dst, len(dst) == len(x).
+func axpy(dst []float64, a float64, x []float64) { floats.AddScaled(dst, a, x) }
+
+// addTo adds x to dst element by element, len(dst) == len(x).
+func addTo(dst, x []float64) { floats.Add(dst, x) }
+
+// addTwo writes x + y into dst, all of one length.
+func addTwo(dst, x, y []float64) { floats.AddTo(dst, x, y) }
+
+// impl is gonum's native BLAS, called directly (blas64 adds an interface
+// call and argument structs per call, which show at the sampler's sizes).
+var impl gonum.Implementation
+
+// matrix is a row-major (rows, cols) view of data with the given row
+// stride, the blas64 form gemm takes: column blocks of a wider matrix are
+// views with stride > cols.
+type matrix = blas64.General
+
+// view returns the (rows, cols) matrix of data starting at its element
+// off, rows stride apart.
+func view(data []float64, off, rows, cols, stride int) matrix {
+	if rows == 0 || cols == 0 {
+		return matrix{Rows: rows, Cols: cols, Stride: max(stride, 1), Data: nil}
+	}
+	return matrix{Rows: rows, Cols: cols, Stride: stride, Data: data[off : off+(rows-1)*stride+cols]}
+}
+
+// dense returns the contiguous (rows, cols) matrix held by data.
+func dense(data []float64, rows, cols int) matrix { return view(data, 0, rows, cols, cols) }
+
+// gemm computes c = alpha op(a) op(b) + beta c, op a transpose when the
+// flag says so. Empty products leave beta c.
+func gemm(transA, transB bool, alpha float64, a, b matrix, beta float64, c matrix) {
+	if c.Rows == 0 || c.Cols == 0 {
+		return
+	}
+	inner := a.Cols
+	if transA {
+		inner = a.Rows
+	}
+	if inner == 0 {
+		if beta != 1 {
+			for i := 0; i < c.Rows; i++ {
+				row := c.Data[i*c.Stride : i*c.Stride+c.Cols]
+				for j := range row {
+					row[j] *= beta
+				}
+			}
+		}
+		return
+	}
+	ta, tb := blas.NoTrans, blas.NoTrans
+	if transA {
+		ta = blas.Trans
+	}
+	if transB {
+		tb = blas.Trans
+	}
+	blas64.Gemm(ta, tb, alpha, a, b, beta, c)
+}
+
+// gemv computes y = alpha op(a) x + beta y, op a transpose when trans.
+func gemv(trans bool, alpha float64, a matrix, x []float64, beta float64, y []float64) {
+	if a.Rows == 0 || a.Cols == 0 {
+		return
+	}
+	t := blas.NoTrans
+	if trans {
+		t = blas.Trans
+	}
+	impl.Dgemv(t, a.Rows, a.Cols, alpha, a.Data, a.Stride, x, 1, beta, y, 1)
+}
+
+// ger adds alpha x y^T to a (len(x), len(y)).
+func ger(alpha float64, x, y []float64, a matrix) {
+	if a.Rows == 0 || a.Cols == 0 {
+		return
+	}
+	impl.Dger(a.Rows, a.Cols, alpha, x, 1, y, 1, a.Data, a.Stride)
+}
+
+// parallelFor calls fn on contiguous chunks [lo, hi) covering [0, n), on
+// up to GOMAXPROCS goroutines (the caller's included), chunks of at least
+// grain items; it returns when every chunk is done. fn must treat its
+// items independently (no shared accumulator), so that results do not
+// depend on the number of goroutines.
+func parallelFor(n, grain int, fn func(lo, hi int)) {
+	w := min(runtime.GOMAXPROCS(0), n/max(grain, 1))
+	if w <= 1 {
+		if n > 0 {
+			fn(0, n)
+		}
+		return
+	}
+	chunk := (n + w - 1) / w
+	var wg sync.WaitGroup
+	for lo := chunk; lo < n; lo += chunk {
+		wg.Add(1)
+		go func(lo int) {
+			defer wg.Done()
+			fn(lo, min(n, lo+chunk))
+		}(lo)
+	}
+	fn(0, min(n, chunk))
+	wg.Wait()
+}
+
+// blockSum adds to out (len m) the sum over items [0, n) of part(i, acc),
+// each call adding item i's contribution to the length-m accumulator acc.
+// Items are summed in fixed blocks of sumBlock, blocks in parallel, and the
+// block sums in block order, so the result does not depend on the number
+// of goroutines. scratch is grown as needed and returned for reuse.
+func blockSum(out []float64, n int, scratch []float64, part func(i int, acc []float64)) []float64 {
+	m := len(out)
+	blocks := (n + sumBlock - 1) / sumBlock
+	if cap(scratch) < blocks*m {
+		scratch = make([]float64, blocks*m)
+	}
+	scratch = scratch[:blocks*m]
+	clear(scratch)
+	parallelFor(blocks, 1, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			acc := scratch[k*m : (k+1)*m]
+			for i := k * sumBlock; i < min(n, (k+1)*sumBlock); i++ {
+				part(i, acc)
+			}
+		}
+	})
+	for k := 0; k < blocks; k++ {
+		addTo(out, scratch[k*m:(k+1)*m])
+	}
+	return scratch
+}
+
+// sumBlock is the number of items blockSum sums serially.
+const sumBlock = 256
+
+// grow returns s resliced to n elements, reallocated when too small; the
+// contents are not preserved.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
