@@ -10,29 +10,29 @@ import (
 	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/figures"
 	"github.com/rlvr-backtrack/backtrack/nn"
-	"github.com/rlvr-backtrack/backtrack/runs"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
 func (r *reproducer) fig34(dir string) (string, string, error) {
-	rc := runs.DefaultConfig()
+	rc := experiment.DefaultConfig()
 	k := r.sized(15, 5)
 	rc.Graph = graphConfig(k, k, r.sized(5, 3))
 	s, err := r.trainEntry(dir, rc)
 	if err != nil {
 		return "", "", err
 	}
-	init, final, limit := runs.Value(s.InitialHittingTime), runs.Value(s.FinalHittingTime), runs.Value(s.LimitHittingTime)
-	ok := rel(init, s.Theory.H0) < 1e-9 && s.Converged && s.FinalABCD != nil && min(runs.Value(s.FinalABCD[0]), runs.Value(s.FinalABCD[1]), runs.Value(s.FinalABCD[2]), runs.Value(s.FinalABCD[3])) > 0.999
-	m := fmt.Sprintf("%s: %s (H_0 %s) -> %.6g in %d steps (exact limit %s, 4WK = %s)", s.Graph, runs.FormatNumber(init), runs.FormatNumber(s.Theory.H0), final, s.Steps, runs.FormatNumber(limit), runs.FormatNumber(s.Theory.RLVRLeading))
+	init, final, limit := experiment.Value(s.InitialHittingTime), experiment.Value(s.FinalHittingTime), experiment.Value(s.LimitHittingTime)
+	ok := rel(init, s.Theory.H0) < 1e-9 && s.Converged && s.FinalABCD != nil && min(experiment.Value(s.FinalABCD[0]), experiment.Value(s.FinalABCD[1]), experiment.Value(s.FinalABCD[2]), experiment.Value(s.FinalABCD[3])) > 0.999
+	m := fmt.Sprintf("%s: %s (H_0 %s) -> %.6g in %d steps (exact limit %s, 4WK = %s)", s.Graph, experiment.FormatNumber(init), experiment.FormatNumber(s.Theory.H0), final, s.Steps, experiment.FormatNumber(limit), experiment.FormatNumber(s.Theory.RLVRLeading))
 	return m, yes(ok), nil
 }
 
 func (r *reproducer) thm1(dir string) (string, string, error) {
-	rc := runs.DefaultConfig()
+	rc := experiment.DefaultConfig()
 	rc.Graph = graphConfig(2, 2, 2)
 	rc.Train.Trainer, rc.Train.Optim = trainers.Pretrain, nn.OptimConfig{Name: "sgd", LR: 50}
 	rc.Train.Steps, rc.Train.Until, rc.Train.LogEvery = 400, 0, 1
@@ -40,12 +40,12 @@ func (r *reproducer) thm1(dir string) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	ok := runs.Value(s.BoundRatio) <= 1 && runs.Value(s.InvalidMass) < 0.01
-	return fmt.Sprintf("%s, sgd: invalid mass %.3g after %d steps; largest ratio to the bound %.3g", s.Graph, runs.Value(s.InvalidMass), s.Steps, runs.Value(s.BoundRatio)), yes(ok), nil
+	ok := experiment.Value(s.BoundRatio) <= 1 && experiment.Value(s.InvalidMass) < 0.01
+	return fmt.Sprintf("%s, sgd: invalid mass %.3g after %d steps; largest ratio to the bound %.3g", s.Graph, experiment.Value(s.InvalidMass), s.Steps, experiment.Value(s.BoundRatio)), yes(ok), nil
 }
 
 func (r *reproducer) thm2(dir string) (string, string, error) {
-	rc := runs.DefaultConfig()
+	rc := experiment.DefaultConfig()
 	k, l := r.sized(6, 3), r.sized(3, 2)
 	rc.Graph = graphConfig(6, k, l)
 	rc.Train.Trainer, rc.Train.Optim = trainers.SFT, nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
@@ -54,10 +54,10 @@ func (r *reproducer) thm2(dir string) (string, string, error) {
 		return "", "", err
 	}
 	L := float64(l)
-	b, d := runs.Value(s.FinalABCD[1]), runs.Value(s.FinalABCD[3])
+	b, d := experiment.Value(s.FinalABCD[1]), experiment.Value(s.FinalABCD[3])
 	ok := s.Converged && math.Abs(b-L/(L+1)) < 1e-12 && math.Abs(d-1/(L+1)) < 1e-12
 	return fmt.Sprintf("%s: hitting time %s -> %.6g (SFT limit %.6g) in %d steps; b = %.6f, d = %.6f", s.Graph,
-		runs.FormatNumber(runs.Value(s.InitialHittingTime)), runs.Value(s.FinalHittingTime), runs.Value(s.LimitHittingTime), s.Steps, b, d), yes(ok), nil
+		experiment.FormatNumber(experiment.Value(s.InitialHittingTime)), experiment.Value(s.FinalHittingTime), experiment.Value(s.LimitHittingTime), s.Steps, b, d), yes(ok), nil
 }
 
 // exactH is the exact hitting time of a named policy on a graph.
@@ -95,7 +95,7 @@ func (r *reproducer) thm4(dir string) (string, string, error) {
 			if err != nil {
 				return "", "", err
 			}
-			fmt.Fprintf(&csv, "sft-limit,%d,%d,%s\nrlvr-limit,%d,%d,%s\n", k, l, runs.FormatExact(hs), k, l, runs.FormatExact(hr))
+			fmt.Fprintf(&csv, "sft-limit,%d,%d,%s\nrlvr-limit,%d,%d,%s\n", k, l, experiment.FormatExact(hs), k, l, experiment.FormatExact(hr))
 			s.X, s.Y = append(s.X, float64(k)), append(s.Y, hs)
 			q.X, q.Y = append(q.X, float64(k)), append(q.Y, hr)
 		}
@@ -114,7 +114,7 @@ func (r *reproducer) thm4(dir string) (string, string, error) {
 	h5, _ := exactH(graphConfig(w, kmax, 5), "sft-limit")
 	r5, _ := exactH(graphConfig(w, kmax, 5), "rlvr-limit")
 	ok := worst < 0.05 && rel(r5, float64((2*kmax+1)*(2*w-1))) < 1e-9
-	return fmt.Sprintf("W=%d, K=%d, L=5: SFT %.3g vs RLVR %s; SFT grows by (L+1)^2/L per depth (fit within %.1f%%), not L", w, kmax, h5, runs.FormatNumber(r5), 100*worst),
+	return fmt.Sprintf("W=%d, K=%d, L=5: SFT %.3g vs RLVR %s; SFT grows by (L+1)^2/L per depth (fit within %.1f%%), not L", w, kmax, h5, experiment.FormatNumber(r5), 100*worst),
 		map[bool]string{true: "imprecise", false: "no"}[ok], nil
 }
 
@@ -142,7 +142,7 @@ func (r *reproducer) corollary(dir string) (string, string, error) {
 				if err != nil {
 					return "", "", err
 				}
-				fmt.Fprintf(&csv, "%s,%d,%d,%s,%s\n", pol, k, l, runs.FormatExact(mc.HittingTime), runs.FormatExact(mc.CI95))
+				fmt.Fprintf(&csv, "%s,%d,%d,%s,%s\n", pol, k, l, experiment.FormatExact(mc.HittingTime), experiment.FormatExact(mc.CI95))
 				s.X, s.Y = append(s.X, float64(k)), append(s.Y, mc.HittingTime)
 				scale := float64(w * k * (l + 1))
 				if pol == "rlvr-limit" {
@@ -168,13 +168,13 @@ func (r *reproducer) corollary(dir string) (string, string, error) {
 }
 
 func (r *reproducer) thm5(dir string) (string, string, error) {
-	rc := runs.DefaultConfig()
+	rc := experiment.DefaultConfig()
 	k := r.sized(15, 5)
 	rc.Graph = graphConfig(k, k, r.sized(5, 3))
 	// The teacher is fig3-4's run: rerun it when it is missing, of another
 	// size or unreadable (written by an older build).
 	teacher := filepath.Join(r.out, "fig3-4")
-	if b, err := runs.LoadBigram(teacher, nil); err != nil || b.Graph.Config.Name() != rc.Graph.Name() {
+	if b, err := experiment.LoadBigram(teacher, nil); err != nil || b.Graph.Config.Name() != rc.Graph.Name() {
 		if _, _, err := r.fig34(teacher); err != nil {
 			return "", "", err
 		}
@@ -185,8 +185,8 @@ func (r *reproducer) thm5(dir string) (string, string, error) {
 		return "", "", err
 	}
 	limit := s.Theory.RLVRLimit
-	ok := rel(runs.Value(s.FinalHittingTime), limit) < 0.01
-	return fmt.Sprintf("%s: %s -> %.6g in %d steps (RLVR limit %s)", s.Graph, runs.FormatNumber(runs.Value(s.InitialHittingTime)), runs.Value(s.FinalHittingTime), s.Steps, runs.FormatNumber(limit)), yes(ok), nil
+	ok := rel(experiment.Value(s.FinalHittingTime), limit) < 0.01
+	return fmt.Sprintf("%s: %s -> %.6g in %d steps (RLVR limit %s)", s.Graph, experiment.FormatNumber(experiment.Value(s.InitialHittingTime)), experiment.Value(s.FinalHittingTime), s.Steps, experiment.FormatNumber(limit)), yes(ok), nil
 }
 
 func (r *reproducer) fig5Scaling(dir string) (string, string, error) {
@@ -203,7 +203,7 @@ func (r *reproducer) fig5Scaling(dir string) (string, string, error) {
 			if err != nil {
 				return "", "", err
 			}
-			fmt.Fprintf(&csv, "%d,%d,%s\n", k, l, runs.FormatExact(h))
+			fmt.Fprintf(&csv, "%d,%d,%s\n", k, l, experiment.FormatExact(h))
 			s.X, s.Y = append(s.X, float64(k)), append(s.Y, h)
 		}
 		n := len(s.Y)
@@ -252,7 +252,7 @@ func (r *reproducer) fig5Partial(dir string) (string, string, error) {
 				sum += res.HittingTime
 			}
 			mean := sum / float64(draws)
-			fmt.Fprintf(&csv, "%d,%g,%s\n", l, p, runs.FormatExact(mean))
+			fmt.Fprintf(&csv, "%d,%g,%s\n", l, p, experiment.FormatExact(mean))
 			if n := len(s.Y); n > 0 && mean > s.Y[n-1]*(1+1e-9) {
 				decreasing = false
 			}
@@ -272,7 +272,7 @@ func (r *reproducer) fig5Partial(dir string) (string, string, error) {
 }
 
 func (r *reproducer) fig6(dir string) (string, string, error) {
-	rc := runs.DefaultConfig()
+	rc := experiment.DefaultConfig()
 	k, l := r.sized(15, 3), r.sized(5, 2)
 	rc.Graph = graphConfig(k, k, l)
 	rc.Train.Trainer = trainers.PPO
@@ -288,7 +288,7 @@ func (r *reproducer) fig6(dir string) (string, string, error) {
 		return "", "", err
 	}
 	return fmt.Sprintf("%s, source row frozen (the default; its exact optimum %s), baseline fork, adam lr 0.025, 128 rollouts: %s -> %.6g in %d steps, within 5%% of the optimum", s.Graph,
-		runs.FormatNumber(runs.Value(s.LimitHittingTime)), runs.FormatNumber(runs.Value(s.InitialHittingTime)), runs.Value(s.FinalHittingTime), s.Steps), yes(s.Converged), nil
+		experiment.FormatNumber(experiment.Value(s.LimitHittingTime)), experiment.FormatNumber(experiment.Value(s.InitialHittingTime)), experiment.Value(s.FinalHittingTime), s.Steps), yes(s.Converged), nil
 }
 
 // fig8 is the heterogeneous figure with both settings of the source row
@@ -302,7 +302,7 @@ func (r *reproducer) fig8(dir string) (string, string, error) {
 	ok := true
 	var th eval.Predictions
 	for _, source := range []bool{false, true} {
-		rc := runs.DefaultConfig()
+		rc := experiment.DefaultConfig()
 		rc.Graph = tasks.Config{Branches: [][]int{{2, 2, 3}, {5, 1}, {4, 4, 4, 4}}}
 		rc.Train.TrainSource = source
 		name := map[bool]string{false: "source-frozen", true: "source-trained"}[source]
@@ -311,11 +311,11 @@ func (r *reproducer) fig8(dir string) (string, string, error) {
 		if err != nil {
 			return "", "", err
 		}
-		b, err := runs.LoadBigram(sub, nil)
+		b, err := experiment.LoadBigram(sub, nil)
 		if err != nil {
 			return "", "", err
 		}
-		m, err := runs.ReadMetrics(sub)
+		m, err := experiment.ReadMetrics(sub)
 		if err != nil {
 			return "", "", err
 		}
@@ -332,8 +332,8 @@ func (r *reproducer) fig8(dir string) (string, string, error) {
 			}
 		}
 		parts = append(parts, fmt.Sprintf("source %s: -> %.6g (exact optimum %.6g: source %s, entries %s; trained: source %s, entries %s)",
-			map[bool]string{false: "frozen", true: "trained"}[source], runs.Value(s.FinalHittingTime), th.RLVROptimum,
-			runs.FormatProbs(th.RLVROptimumSource), runs.FormatProbs(th.RLVROptimumEntry), runs.FormatProbs(b.Probs[:g.W()]), runs.FormatProbs(entry)))
+			map[bool]string{false: "frozen", true: "trained"}[source], experiment.Value(s.FinalHittingTime), th.RLVROptimum,
+			experiment.FormatProbs(th.RLVROptimumSource), experiment.FormatProbs(th.RLVROptimumEntry), experiment.FormatProbs(b.Probs[:g.W()]), experiment.FormatProbs(entry)))
 		ok = ok && s.Converged && th.Certified
 	}
 	steps := lines[0].X[len(lines[0].X)-1]
@@ -342,13 +342,13 @@ func (r *reproducer) fig8(dir string) (string, string, error) {
 		y    float64
 	}{{"paper's 4 sum k", th.RLVRLeading}, {"uniform-entry limit (a=b=c=d=1)", th.RLVRLimit},
 		{"exact optimum, source frozen", th.RLVROptimumSourceFrozen}, {"exact optimum, source trained", th.RLVROptimumSourceTrained}} {
-		lines = append(lines, figures.Series{Name: fmt.Sprintf("%s = %s", h.name, runs.FormatNumber(h.y)), X: []float64{0, steps}, Y: []float64{h.y, h.y}})
+		lines = append(lines, figures.Series{Name: fmt.Sprintf("%s = %s", h.name, experiment.FormatNumber(h.y)), X: []float64{0, steps}, Y: []float64{h.y, h.y}})
 	}
 	if err := figures.Lines(filepath.Join(dir, "hitting_time.png"), "Exact RLVR on branches 2,2,3;5,1;4,4,4,4, source row frozen and trained",
 		"step", "exact hitting time (transitions, log scale)", true, false, lines); err != nil {
 		return "", "", err
 	}
 	m := fmt.Sprintf("2,2,3;5,1;4,4,4,4: %s; uniform-entry limit %s; 4 sum k %s", strings.Join(parts, "; "),
-		runs.FormatNumber(th.RLVRLimit), runs.FormatNumber(th.RLVRLeading))
+		experiment.FormatNumber(th.RLVRLimit), experiment.FormatNumber(th.RLVRLeading))
 	return m, map[bool]string{true: "imprecise", false: "no"}[ok], nil
 }

@@ -1,5 +1,5 @@
 // Package reproduce regenerates every result of the paper: each entry
-// trains or analyses what the paper claims (through package runs and
+// trains or analyses what the paper claims (through package experiment and
 // eval), writes its CSV data and PNG figures in a folder of its own, and
 // adds a row to results.md: the claim, what the paper states, what was
 // measured, the agreement and the time.
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/rlvr-backtrack/backtrack/checkpoints"
-	"github.com/rlvr-backtrack/backtrack/runs"
+	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -251,9 +251,9 @@ func (r *reproducer) sized(full, quick int) int {
 }
 
 // trainEntry runs one training into dir and returns its summary.
-func (r *reproducer) trainEntry(dir string, rc runs.Config) (runs.Summary, error) {
+func (r *reproducer) trainEntry(dir string, rc experiment.Config) (experiment.Summary, error) {
 	rc.Out = dir
-	return runs.Run(r.ctx, rc, runs.Options{Force: true})
+	return experiment.Run(r.ctx, rc, experiment.Options{Force: true})
 }
 
 func rel(x, y float64) float64 { return math.Abs(x-y) / math.Abs(y) }

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/figures"
-	"github.com/rlvr-backtrack/backtrack/runs"
 	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
@@ -31,10 +31,10 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 	var table, csv strings.Builder
 	table.WriteString("| learner | final hitting time | steps to within 5% of the limit | wall seconds to within 5% | attention leaving the current token | attention on the prompt |\n| --- | --- | --- | --- | --- | --- |\n")
 	csv.WriteString("learner,step,hitting_time,hitting_time_ci95,wall_seconds\n")
-	var sums []runs.Summary
+	var sums []experiment.Summary
 	limit := 0.0
 	for _, ln := range learners {
-		rc := runs.DefaultConfig()
+		rc := experiment.DefaultConfig()
 		rc.Graph = graphConfig(k, k, l)
 		rc.Model = trainers.Model(ln.model)
 		rc.Train.Trainer, rc.Train.Rollouts = trainers.PPO, 64
@@ -53,8 +53,8 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 			return "", "", fmt.Errorf("%s: %w", ln.name, err)
 		}
 		sums = append(sums, s)
-		limit = runs.Value(s.LimitHittingTime)
-		m, err := runs.ReadMetrics(sub)
+		limit = experiment.Value(s.LimitHittingTime)
+		m, err := experiment.ReadMetrics(sub)
 		if err != nil {
 			return "", "", err
 		}
@@ -64,16 +64,16 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 		reachStep, reachWall := math.NaN(), math.NaN()
 		for _, row := range rows {
 			sr.X, sr.Y = append(sr.X, row[st]), append(sr.Y, row[h])
-			fmt.Fprintf(&csv, "%s,%g,%g,%s,%g\n", ln.name, row[st], row[h], runs.FormatExact(row[ci]), row[wall])
+			fmt.Fprintf(&csv, "%s,%g,%g,%s,%g\n", ln.name, row[st], row[h], experiment.FormatExact(row[ci]), row[wall])
 			if math.IsNaN(reachStep) && row[h] <= 1.05*limit {
 				reachStep, reachWall = row[st], row[wall]
 			}
 		}
 		lines = append(lines, sr)
-		final := fmt.Sprintf("%.4g (exact)", runs.Value(s.FinalHittingTime))
+		final := fmt.Sprintf("%.4g (exact)", experiment.Value(s.FinalHittingTime))
 		off, prompt := "-", "-"
 		if s.FinalCI95 != nil {
-			final = fmt.Sprintf("%.4g ± %.2g (Monte Carlo, %d rollouts)", runs.Value(s.FinalHittingTime), *s.FinalCI95, rc.Transformer.EvalRollouts)
+			final = fmt.Sprintf("%.4g ± %.2g (Monte Carlo, %d rollouts)", experiment.Value(s.FinalHittingTime), *s.FinalCI95, rc.Transformer.EvalRollouts)
 		}
 		if a := s.Attention; a != nil {
 			off = fmt.Sprintf("%.3f", a.OffCurrent)
@@ -81,7 +81,7 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 				prompt = fmt.Sprintf("%.3f", a.OnPrompt)
 			}
 		}
-		fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %s |\n", ln.name, final, runs.FormatNumber(reachStep), runs.FormatNumber(reachWall), off, prompt)
+		fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %s |\n", ln.name, final, experiment.FormatNumber(reachStep), experiment.FormatNumber(reachWall), off, prompt)
 	}
 	lines = append(lines, figures.Series{Name: "bigram's converged value (exact optimum)", X: []float64{0, float64(steps)}, Y: []float64{limit, limit}})
 	if err := figures.Lines(filepath.Join(dir, "hitting_time.png"), fmt.Sprintf("PPO from the same pretrained bigram, W=K=%d, L=%d (transformer: Monte Carlo)", k, l),
@@ -94,14 +94,14 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 		}
 	}
 	bg, tf, tp := sums[0], sums[1], sums[2]
-	ci := func(s runs.Summary) float64 {
+	ci := func(s experiment.Summary) float64 {
 		if s.FinalCI95 == nil {
 			return math.Inf(1) // some rollouts missed: no interval
 		}
 		return *s.FinalCI95
 	}
-	ok := runs.Value(tf.FinalHittingTime) <= runs.Value(bg.FinalHittingTime)+ci(tf) && runs.Value(tp.FinalHittingTime) <= runs.Value(bg.FinalHittingTime)+ci(tp) && !math.IsInf(ci(tf)+ci(tp), 1)
+	ok := experiment.Value(tf.FinalHittingTime) <= experiment.Value(bg.FinalHittingTime)+ci(tf) && experiment.Value(tp.FinalHittingTime) <= experiment.Value(bg.FinalHittingTime)+ci(tp) && !math.IsInf(ci(tf)+ci(tp), 1)
 	m := fmt.Sprintf("W=K=%d, L=%d, PPO (fork baseline), %d steps of 64 rollouts, seed 1: bigram %.4g (exact; limit %s); transformer %.4g ± %.2g; with the target prompt %.4g ± %.2g (learners.md)",
-		k, l, steps, runs.Value(bg.FinalHittingTime), runs.FormatNumber(limit), runs.Value(tf.FinalHittingTime), ci(tf), runs.Value(tp.FinalHittingTime), ci(tp))
+		k, l, steps, experiment.Value(bg.FinalHittingTime), experiment.FormatNumber(limit), experiment.Value(tf.FinalHittingTime), ci(tf), experiment.Value(tp.FinalHittingTime), ci(tp))
 	return m, yes(ok), nil
 }

@@ -36,63 +36,10 @@ func init() {
 			if cfg.Baseline == "gae" {
 				return fmt.Errorf("trainers: baseline gae: the tabular critic assumes a Markov policy; the transformer takes fork, state-target, state or batch")
 			}
-			return s.Transformer.Validate()
+			return s.Transformer.Resolve(cfg).Validate()
 		},
 		build: func(t *Trainer, s Setup) (learner, error) { return newTransformer(t, s) },
 	})
-}
-
-// TransformerOptions configure the transformer learner: an nn.Transformer
-// whose next-token distribution at step 0 equals the starting bigram's on
-// every prefix (Appendix F, the transformer figure).
-type TransformerOptions struct {
-	Heads      int    `json:"heads"`      // attention heads (the width is the vocabulary size, as the exact initialisation needs)
-	Context    int    `json:"context"`    // attention window in tokens
-	Positional string `json:"positional"` // "learned" or "none"
-	LayerNorm  bool   `json:"layer_norm"` // layer norm before the unembedding
-	// Prompt puts the rollout's target token before s0 -> f, where every
-	// position can attend to it; the paper's bigram never sees the target.
-	Prompt bool `json:"prompt"`
-	// Stride is the number of trained positions per training window and
-	// Windows the number of windows per fill of the graph; see cutWindows.
-	Stride  int `json:"stride"`
-	Windows int `json:"windows"`
-	// EvalRollouts is the number of Monte Carlo rollouts behind the
-	// hitting time of each metrics row (the transformer is not Markov, so
-	// there is no exact analysis).
-	EvalRollouts int `json:"eval_rollouts"`
-	// TrainTokens bounds the trained positions of an update: when an
-	// epoch's windows hold more, each minibatch trains on a uniform random
-	// subset of its windows weighted by the inverse sampling rate, an
-	// unbiased estimate of the full gradient (subsample); 0: every window.
-	TrainTokens int `json:"train_tokens"`
-}
-
-// DefaultTransformerOptions returns one head, a window of 8 tokens with
-// learned positions, no prompt, windows of 24 trained positions filled 32
-// at a time, and 2000 evaluation rollouts.
-func DefaultTransformerOptions() TransformerOptions {
-	return TransformerOptions{Heads: 1, Context: 8, Positional: "learned", Stride: 24, Windows: 32, EvalRollouts: 2000}
-}
-
-// Validate checks each field; the transformer's own checks come from nn.
-func (o TransformerOptions) Validate() error {
-	if o.Heads < 1 || o.Context < 1 {
-		return fmt.Errorf("trainers: transformer heads %d, context %d: want >= 1 each", o.Heads, o.Context)
-	}
-	if o.Positional != "learned" && o.Positional != "none" {
-		return fmt.Errorf("trainers: transformer positional %q: want learned or none", o.Positional)
-	}
-	if o.Stride < 1 || o.Windows < 1 {
-		return fmt.Errorf("trainers: transformer stride %d, windows %d: want >= 1 each", o.Stride, o.Windows)
-	}
-	if o.EvalRollouts < 2 {
-		return fmt.Errorf("trainers: transformer eval_rollouts %d: want >= 2", o.EvalRollouts)
-	}
-	if o.TrainTokens < 0 {
-		return fmt.Errorf("trainers: transformer train_tokens %d: want >= 0 (0: train every sampled token)", o.TrainTokens)
-	}
-	return nil
 }
 
 // transformer is the learner of a transformer: its graph fill (one forward
@@ -140,7 +87,7 @@ type tokenSeq struct {
 // paper fixes stay at the starting bigram's (uniform, deterministic)
 // distribution: the agent samples them from it and the loss skips them.
 func newTransformer(t *Trainer, s Setup) (*transformer, error) {
-	g, cfg, opts := t.g, t.cfg, s.Transformer
+	g, cfg, opts := t.g, t.cfg, s.Transformer.Resolve(t.cfg)
 	init := s.Init
 	if init == nil {
 		init = make([]float64, len(g.Next))
@@ -173,8 +120,8 @@ func newTransformer(t *Trainer, s Setup) (*transformer, error) {
 	// target tokens (tokenizer.Vocab.ForModel), each target with the row
 	// {s0 -> f}: the prompt is never predicted.
 	l.tok = l.tok.ForModel(opts.Prompt)
-	tcfg := nn.TransformerConfig{Vocab: l.tok.Rows(), Support: support(g), Heads: opts.Heads, Context: opts.Context,
-		Positional: opts.Positional, Prompt: opts.Prompt, LayerNorm: opts.LayerNorm}
+	tcfg := nn.TransformerConfig{Vocab: l.tok.Rows(), Support: support(g), Dim: opts.Dim, Heads: opts.Heads, Context: opts.Context,
+		Positional: opts.Positional, Prompt: opts.Prompt, LayerNorm: opts.LayerNorm, Init: opts.Init}
 	logits := init
 	if opts.Prompt {
 		off := append([]int(nil), g.Offsets...)
@@ -186,7 +133,15 @@ func newTransformer(t *Trainer, s Setup) (*transformer, error) {
 		}
 		tcfg.Support = nn.Support{Offsets: off, Next: next}
 	}
-	tcfg.Dim = tcfg.Vocab
+	if opts.Init == "identity" { // the paper's construction: width = vocabulary
+		tcfg.Dim = tcfg.Vocab
+		if tcfg.Dim%opts.Heads != 0 {
+			return nil, fmt.Errorf("trainers: transformer heads %d: init identity's width is the vocabulary, %d: want a divisor of it (%s)", opts.Heads, tcfg.Dim, divisors(tcfg.Dim))
+		}
+	}
+	if err := checkMemory(g, cfg, opts, tcfg); err != nil {
+		return nil, err
+	}
 	if l.tr, err = nn.NewTransformerFromBigram(tcfg, logits, rand.New(rand.NewPCG(cfg.Seed, 0x3c6ef372fe94f82b))); err != nil {
 		return nil, err
 	}
@@ -198,7 +153,7 @@ func newTransformer(t *Trainer, s Setup) (*transformer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l.solv, err = nn.NewSolver(cfg.Optim); err != nil {
+	if l.solv, err = l.newSolver(cfg, opts); err != nil {
 		return nil, err
 	}
 	if l.step, err = nn.NewStep(cost, l.tr.Learnables(), l.solv); err != nil {

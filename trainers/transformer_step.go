@@ -24,9 +24,11 @@ type agent struct {
 }
 
 // newAgent makes agents sampling the transformer's current parameters, one
-// per worker of eval's parallel rollouts.
+// per worker of eval's parallel rollouts, all reading one snapshot of the
+// sampling tables (computed once here).
 func (l *transformer) newAgent() func() (eval.Agent, error) {
-	return func() (eval.Agent, error) { return &agent{l: l, s: l.tr.Sampler()}, nil }
+	snap := l.tr.Snapshot()
+	return func() (eval.Agent, error) { return &agent{l: l, s: snap.Sampler()}, nil }
 }
 
 // Start empties the sampler's cache and, with a prompt, caches the target.

@@ -65,16 +65,25 @@ func TestTransformerStartsAtBigram(t *testing.T) {
 }
 
 // TestTransformerWindowsGradient is a known answer for the windows: from
-// the bigram initialisation (E = I, P = 0, W_O = 0, so the logits of
-// token x are U[x] exactly) one SGD step on sum_items w_i log pi(a_i|x_i)
-// moves U[x][a] by -lr sum over x's trained items of w_i (1{a = a_i} -
-// pi(a|x)), however the sequences are cut into windows and filled.
+// either exact initialisation the logits of token x are the bigram's
+// exactly (identity: E = I, P = 0, W_O = 0, U[x] the logits; table: U = 0,
+// B the logits), so one SGD step on sum_items w_i log pi(a_i|x_i) moves the
+// logit x -> a (U[x][a], or B) by -lr sum over x's trained items of w_i
+// (1{a = a_i} - pi(a|x)), the bigram's gradient, however the sequences
+// are cut into windows and filled.
 func TestTransformerWindowsGradient(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
-	for _, prompt := range []bool{false, true} {
+	for _, tc := range []struct {
+		init   string
+		prompt bool
+	}{{"identity", false}, {"identity", true}, {"table", false}, {"table", true}} {
+		prompt := tc.prompt
 		cfg := DefaultConfig()
 		cfg.Trainer, cfg.Optim = "sft", nn.OptimConfig{Name: "sgd", LR: 0.5}
-		opts := TransformerOptions{Heads: 1, Context: 3, Positional: "learned", Prompt: prompt, Stride: 5, Windows: 4, EvalRollouts: 2}
+		opts := TransformerOptions{Init: tc.init, Heads: 1, Context: 3, Positional: "learned", Prompt: prompt, Stride: 5, Windows: 4, EvalRollouts: 2}
+		if tc.init == "table" {
+			opts.Dim = 8
+		}
 		tr := newTrainer(t, cfg, opts, g, nil)
 		tf := tr.l.(*transformer)
 		b, err := eval.AgentRollouts(context.Background(), g, tf.newAgent(), 9, 60, 5)
@@ -120,16 +129,20 @@ func TestTransformerWindowsGradient(t *testing.T) {
 		after := uOf(tr, g)
 		for k := range want {
 			if got := after[k] - before[k]; math.Abs(got-want[k]) > 1e-12 {
-				t.Fatalf("prompt %v: %s -> %s: U moved by %.15g, want %.15g", prompt, g.Name(support(g).RowOf(k)), g.Name(g.Next[k]), got, want[k])
+				t.Fatalf("%+v: %s -> %s: the logit moved by %.15g, want %.15g", tc, g.Name(support(g).RowOf(k)), g.Name(g.Next[k]), got, want[k])
 			}
 		}
 	}
 }
 
-// uOf reads U[x][a] at each valid transition x -> a.
+// uOf reads the logit parameter of each valid transition x -> a: B (the
+// table initialisation's last learnable, one per transition) or U[x][a].
 func uOf(tr *Trainer, g *tasks.Graph) []float64 {
 	ls := tr.l.(*transformer).tr.Learnables()
 	u := ls[len(ls)-1].Value().Data().([]float64)
+	if ls[len(ls)-1].Name() == "B" {
+		return append([]float64(nil), u[:len(g.Next)]...)
+	}
 	v := ls[len(ls)-1].Shape()[1]
 	out := make([]float64, len(g.Next))
 	for x := range g.States {
@@ -294,7 +307,7 @@ func TestSubsampledGradientIsUnbiased(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
 	cfg := DefaultConfig()
 	cfg.Trainer, cfg.Optim = SFT, nn.OptimConfig{Name: "sgd", LR: 1}
-	opts := TransformerOptions{Heads: 1, Context: 3, Positional: "learned", Stride: 4, Windows: 8, EvalRollouts: 2}
+	opts := TransformerOptions{Init: "table", Dim: 8, Heads: 1, Context: 3, Positional: "learned", Stride: 4, Windows: 8, EvalRollouts: 2}
 	tr := newTrainer(t, cfg, opts, g, nil)
 	tf := tr.l.(*transformer)
 	b, err := eval.AgentRollouts(context.Background(), g, tf.newAgent(), 12, 80, 3)

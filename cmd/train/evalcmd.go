@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
-	"github.com/rlvr-backtrack/backtrack/runs"
+	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -76,7 +76,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	var g *tasks.Graph
 	var probs []float64
 	if *ckpt != "" {
-		b, err := runs.LoadBigram(*ckpt, nil)
+		b, err := experiment.LoadBigram(*ckpt, nil)
 		if err != nil {
 			return usagef("eval: -checkpoint %s: %v", *ckpt, err)
 		}
@@ -195,7 +195,7 @@ func writeText(w io.Writer, rep *evalReport) error {
 		mcLine(w, "Monte Carlo", rep.MC)
 	}
 	if !uniform(rep.Entry) {
-		fmt.Fprintf(w, "entry probabilities from s0 -> f, branch by branch: %s\n", runs.FormatProbs(rep.Entry))
+		fmt.Fprintf(w, "entry probabilities from s0 -> f, branch by branch: %s\n", experiment.FormatProbs(rep.Entry))
 	}
 	th := rep.Theory
 	fmt.Fprintln(w, "theory:")
@@ -212,7 +212,7 @@ func writeText(w io.Writer, rep *evalReport) error {
 	if th.FirstBranch > 0 {
 		first = fmt.Sprintf("enters branch %d first", th.FirstBranch)
 	}
-	fmt.Fprintf(w, "    its policy: source %s; entries c_{i,1} %s; every other desired probability 1\n", first, runs.FormatProbs(th.RLVROptimumEntry))
+	fmt.Fprintf(w, "    its policy: source %s; entries c_{i,1} %s; every other desired probability 1\n", first, experiment.FormatProbs(th.RLVROptimumEntry))
 	if c := th.RLVROptimumCertificate; c != nil {
 		fmt.Fprintf(w, "    certificate (exact gradient over every trained logit, relative to H_f): largest |dH/dtheta| %.2g, smallest outward margin %.3g at %s",
 			c.Gradient, c.Margin, c.MarginAt)

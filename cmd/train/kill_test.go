@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlvr-backtrack/backtrack/runs"
+	"github.com/rlvr-backtrack/backtrack/experiment"
 )
 
 // TestMain lets the test binary act as the train command in a subprocess
@@ -55,7 +55,7 @@ func TestSIGKILLResume(t *testing.T) {
 	kills := 0
 	for attempt := 0; ; attempt++ {
 		a := args(cut)
-		if _, err := os.Stat(filepath.Join(cut, runs.CheckpointFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(cut, experiment.CheckpointFile)); err == nil {
 			a = []string{"run", "-resume", cut}
 		}
 		cmd := trainProcess(t, a...)
@@ -111,7 +111,7 @@ func TestSIGTERMExits143(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
 		t.Fatalf("exit: %v, want 143; stderr %q", err, stderr.String())
 	}
-	if _, err := os.Stat(filepath.Join(out, runs.CheckpointFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(out, experiment.CheckpointFile)); err != nil {
 		t.Errorf("no checkpoint after SIGTERM: %v", err)
 	}
 	if want := "train run -resume " + out; !contains(stderr.String(), want) {

@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/rlvr-backtrack/backtrack/runs"
+	"github.com/rlvr-backtrack/backtrack/experiment"
 )
 
-var num = runs.FormatNumber
+var num = experiment.FormatNumber
 
 // printSummary prints the closing table of a run.
-func printSummary(w io.Writer, s runs.Summary) {
-	val := runs.Value
+func printSummary(w io.Writer, s experiment.Summary) {
+	val := experiment.Value
 	if s.Trainer.Dense() {
 		fmt.Fprintf(w, "\npretrain on graph %s, %d steps in %.2fs -> %s\n", s.Graph, s.Steps, s.WallSeconds, s.Out)
 		fmt.Fprintf(w, "  largest mass on invalid transitions  %.3g\n", val(s.InvalidMass))

@@ -10,7 +10,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/rlvr-backtrack/backtrack/runs"
+	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
@@ -29,7 +29,7 @@ type progress struct {
 func newProgress(w io.Writer) *progress { return &progress{w: w, began: time.Now(), shown: -1} }
 
 // start is called when the run is set up: its step cap and first step.
-func (p *progress) start(cfg runs.Config, done int) {
+func (p *progress) start(cfg experiment.Config, done int) {
 	p.total = cfg.Train.Steps
 	if done > 0 {
 		fmt.Fprintf(p.w, "resuming %s from its checkpoint at step %d\n", cfg.Out, done)

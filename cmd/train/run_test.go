@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/rlvr-backtrack/backtrack/checkpoints"
-	"github.com/rlvr-backtrack/backtrack/runs"
+	"github.com/rlvr-backtrack/backtrack/experiment"
 )
 
 func readJSON(t *testing.T, path string) map[string]any {
@@ -154,11 +154,11 @@ func TestRefusesDamagedOrForeignCheckpoints(t *testing.T) {
 	if code, _, errs := runCLI(t, "run", "-W", "2", "-K", "2", "-L", "2", "-out", small); code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	good, _ := os.ReadFile(filepath.Join(small, runs.CheckpointFile))
+	good, _ := os.ReadFile(filepath.Join(small, experiment.CheckpointFile))
 	damaged := func(name string, data []byte) string {
 		dir := filepath.Join(base, name)
 		os.MkdirAll(dir, 0o755)
-		os.WriteFile(filepath.Join(dir, runs.CheckpointFile), data, 0o644)
+		os.WriteFile(filepath.Join(dir, experiment.CheckpointFile), data, 0o644)
 		return dir
 	}
 	flipped := append([]byte(nil), good...)

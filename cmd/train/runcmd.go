@@ -12,31 +12,31 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/rlvr-backtrack/backtrack/runs"
+	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
 // runArgs is what train run's command line asks for.
 type runArgs struct {
-	cfg     runs.Config  // resolved, unless resume is set
-	resume  string       // a run folder to resume
-	changes runs.Changes // with resume: a new step cap, a new -until
+	cfg     experiment.Config  // resolved, unless resume is set
+	resume  string             // a run folder to resume
+	changes experiment.Changes // with resume: a new step cap, a new -until
 	force   bool
 }
 
 // transformerFlags are the flags that configure -model transformer.
-var transformerFlags = []string{"heads", "context", "positional", "prompt", "layer-norm", "stride", "windows", "eval-rollouts"}
+var transformerFlags = []string{"init-mode", "dim", "table-lr", "train-tokens", "heads", "context", "positional", "prompt", "layer-norm", "stride", "windows", "eval-rollouts"}
 
 // parseRun reads train run's flags over the defaults, or over a -config
-// file, and resolves the configuration exactly as runs.Run does.
+// file, and resolves the configuration exactly as experiment.Run does.
 func parseRun(args []string, stdout io.Writer) (runArgs, error) {
-	rc := runs.DefaultConfig()
+	rc := experiment.DefaultConfig()
 	if path := findFlag(args, "config"); path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return runArgs{}, usagef("run: -config: %v", err)
 		}
-		if err := runs.Decode(data, &rc); err != nil {
+		if err := experiment.Decode(data, &rc); err != nil {
 			return runArgs{}, usagef("run: -config %s: %v", path, err)
 		}
 		if err := rc.Graph.Validate(); err != nil {
@@ -100,13 +100,17 @@ func parseRun(args []string, stdout io.Writer) (runArgs, error) {
 
 // registerRun registers the flags of train run on fs with rc's values as
 // defaults, so flags the user sets override a -config file read into rc.
-func registerRun(fs *flag.FlagSet, rc *runs.Config, gf *graphFlags, tf *trainers.TransformerOptions, a *runArgs) {
+func registerRun(fs *flag.FlagSet, rc *experiment.Config, gf *graphFlags, tf *trainers.TransformerOptions, a *runArgs) {
 	gf.register(fs, rc.Graph)
 	fs.String("config", "", "read the run configuration from this JSON file (same fields as config.json); flags override it")
 	fs.StringVar(&a.resume, "resume", "", "resume the run in this folder from its checkpoint (the configuration embedded in the checkpoint is used)")
 	fs.BoolVar(&a.force, "force", false, "replace a run folder that holds another run")
 	fs.StringVar((*string)(&rc.Model), "model", string(rc.Model), "model: bigram or transformer (initialised to the starting bigram; trainers sft, distill, reinforce, ppo)")
 	fs.StringVar(&rc.Init, "init", rc.Init, "start from the bigram checkpointed in this run folder (e.g. an sft run) instead of the pretrained world model")
+	fs.StringVar(&tf.Init, "init-mode", tf.Init, "transformer: exact initialisation: table (a per-transition logit table beside a zero unembedding, any width) or identity (the paper's: width = vocabulary)")
+	fs.IntVar(&tf.Dim, "dim", tf.Dim, "transformer: width with -init-mode table (a multiple of -heads)")
+	fs.Float64Var(&tf.TableLR, "table-lr", tf.TableLR, "transformer: learning rate of the logit table (default: the bigram's for the trainer)")
+	fs.IntVar(&tf.TrainTokens, "train-tokens", tf.TrainTokens, "transformer: trained positions per update; larger batches train on an unbiased random subset of windows (0: all)")
 	fs.IntVar(&tf.Heads, "heads", tf.Heads, "transformer: attention heads")
 	fs.IntVar(&tf.Context, "context", tf.Context, "transformer: attention window in tokens")
 	fs.StringVar(&tf.Positional, "positional", tf.Positional, "transformer: learned or none")
@@ -166,27 +170,27 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if a.resume != "" {
-		return execute(stdout, func(ctx context.Context, o runs.Options) (runs.Summary, error) {
-			s, err := runs.Resume(ctx, a.resume, a.changes, o)
-			if runs.IsInput(err) {
+		return execute(stdout, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
+			s, err := experiment.Resume(ctx, a.resume, a.changes, o)
+			if experiment.IsInput(err) {
 				return s, usagef("run: -resume %s: %v", a.resume, err)
 			}
 			return s, err
 		})
 	}
-	return execute(stdout, func(ctx context.Context, o runs.Options) (runs.Summary, error) {
+	return execute(stdout, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
 		o.Force = a.force
-		return runs.Run(ctx, a.cfg, o)
+		return experiment.Run(ctx, a.cfg, o)
 	})
 }
 
 // runDefault runs the paper's headline experiment (Figures 3-4) into
 // runs/fig3-4.
 func runDefault(stdout, stderr io.Writer) error {
-	rc := runs.DefaultConfig()
+	rc := experiment.DefaultConfig()
 	rc.Out = filepath.Join("runs", "fig3-4")
-	return execute(stdout, func(ctx context.Context, o runs.Options) (runs.Summary, error) {
-		return runs.Run(ctx, rc, o)
+	return execute(stdout, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
+		return experiment.Run(ctx, rc, o)
 	})
 }
 
@@ -198,7 +202,7 @@ var interruptAtStep int
 // written; main exits 128+signal.
 type interrupted struct {
 	sig syscall.Signal
-	in  *runs.Interrupted
+	in  *experiment.Interrupted
 }
 
 func (e interrupted) Error() string {
@@ -208,7 +212,7 @@ func (e interrupted) Error() string {
 // execute runs a training with SIGINT and SIGTERM turned into a checkpoint
 // and an exit code, progress shown on stdout, and the closing table
 // printed.
-func execute(stdout io.Writer, train func(context.Context, runs.Options) (runs.Summary, error)) error {
+func execute(stdout io.Writer, train func(context.Context, experiment.Options) (experiment.Summary, error)) error {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	sigs := make(chan os.Signal, 1)
@@ -224,18 +228,18 @@ func execute(stdout io.Writer, train func(context.Context, runs.Options) (runs.S
 		}
 	}()
 	prog := newProgress(stdout)
-	s, err := train(ctx, runs.Options{Started: prog.start, Progress: prog.update, AfterStep: func(step int) {
+	s, err := train(ctx, experiment.Options{Started: prog.start, Progress: prog.update, AfterStep: func(step int) {
 		if step == interruptAtStep { // tests: a signal arriving after this step
 			got <- syscall.SIGINT
 			stop()
 		}
 	}})
 	prog.finish()
-	var in *runs.Interrupted
+	var in *experiment.Interrupted
 	if errors.As(err, &in) {
 		return interrupted{sig: <-got, in: in}
 	}
-	if runs.IsInput(err) && !errors.As(err, new(usageError)) {
+	if experiment.IsInput(err) && !errors.As(err, new(usageError)) {
 		return usagef("run: %v", err)
 	}
 	switch {

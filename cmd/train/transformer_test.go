@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlvr-backtrack/backtrack/runs"
+	"github.com/rlvr-backtrack/backtrack/experiment"
 )
 
 // TestRunTransformer is the end-to-end check of -model transformer: a short
@@ -54,7 +54,7 @@ func TestRunTransformer(t *testing.T) {
 		"-rollouts", "8", "-steps", "1", "-eval-rollouts", "5000", "-out", init); code != 0 {
 		t.Fatalf("transformer -init: exit %d: %s", code, errs)
 	}
-	m, err := runs.ReadMetrics(init)
+	m, err := experiment.ReadMetrics(init)
 	if err != nil {
 		t.Fatal(err)
 	}

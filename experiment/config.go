@@ -1,0 +1,165 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/rlvr-backtrack/backtrack/tasks"
+	"github.com/rlvr-backtrack/backtrack/trainers"
+)
+
+// Config is everything a training run needs: what a config file holds,
+// what config.json records (resolved) and what every checkpoint embeds.
+type Config struct {
+	Graph tasks.Config   `json:"graph"`
+	Model trainers.Model `json:"model"` // bigram or transformer
+	// Transformer configures the transformer model (defaults filled in by
+	// Resolve when the model is a transformer).
+	Transformer *trainers.TransformerOptions `json:"transformer,omitempty"`
+	// Init is a run folder whose bigram checkpoint is the starting policy
+	// (e.g. an SFT-trained bigram); empty: the pretrained world model.
+	Init  string          `json:"init,omitempty"`
+	Train trainers.Config `json:"train"`
+	// Teacher (distill) is "rlvr-limit" or a run folder whose checkpoint is
+	// the teacher.
+	Teacher string `json:"teacher,omitempty"`
+	// CheckpointEvery writes a checkpoint every N steps (0: only at the end
+	// and on interruption).
+	CheckpointEvery int `json:"checkpoint_every"`
+	// Out is the run folder (empty: runs/<Name()>).
+	Out string `json:"out"`
+}
+
+// DefaultConfig is the paper's headline experiment (Figures 3-4): exact
+// RLVR with sign descent at lr 0.01 on W=K=15, L=5 from the pretrained
+// bigram.
+func DefaultConfig() Config {
+	return Config{Graph: tasks.DefaultConfig(), Model: trainers.BigramModel, Train: trainers.DefaultConfig(), CheckpointEvery: 100}
+}
+
+// InputError marks an error caused by a run's input (its configuration, its
+// folder, a checkpoint or teacher it names) rather than by training: the
+// command reports it in one line and exits 2.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// inputf makes an InputError.
+func inputf(format string, args ...any) error { return &InputError{fmt.Errorf(format, args...)} }
+
+// IsInput reports whether err is (or wraps) an InputError.
+func IsInput(err error) bool { return errors.As(err, new(*InputError)) }
+
+// Decode reads one JSON object over c, strictly: an empty file, null, a
+// non-object, unknown or duplicate keys, trailing data and type errors are
+// refused with a message naming the field. A "graph" given replaces c's
+// graph entirely (W, K, L or branches, not a mix with c's).
+func Decode(data []byte, c *Config) error {
+	if err := checkObject(data); err != nil {
+		return &InputError{err}
+	}
+	var graph struct {
+		Graph json.RawMessage `json:"graph"`
+	}
+	if err := json.Unmarshal(data, &graph); err == nil && graph.Graph != nil {
+		c.Graph = tasks.Config{}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil {
+		return &InputError{jsonError(err)}
+	}
+	if dec.More() {
+		return inputf("more than one JSON object")
+	}
+	return nil
+}
+
+// Resolve fills what the configuration leaves to defaults: the trainer's
+// model-dependent fields (trainers.Config.Resolve), the transformer's
+// options, and the run folder. It then validates every field; errors are
+// InputErrors naming the field and what is allowed.
+func (c Config) Resolve() (Config, error) {
+	if c.Model == "" {
+		c.Model = trainers.BigramModel
+	}
+	if c.Model == trainers.TransformerModel && c.Transformer == nil {
+		o := trainers.DefaultTransformerOptions()
+		c.Transformer = &o
+	}
+	c.Train = c.Train.Resolve(c.Model)
+	if c.Transformer != nil {
+		o := c.Transformer.Resolve(c.Train)
+		c.Transformer = &o
+	}
+	if err := c.Graph.Validate(); err != nil {
+		return c, inputf("%v", strings.TrimPrefix(err.Error(), "tasks: "))
+	}
+	if err := c.Train.Validate(); err != nil {
+		return c, &InputError{err}
+	}
+	s := c.setup()
+	if err := c.Model.Check(c.Train, s); err != nil {
+		return c, &InputError{err}
+	}
+	if c.Model != trainers.TransformerModel && c.Transformer != nil {
+		return c, inputf("transformer options given for model %s: use model transformer (-model transformer)", c.Model)
+	}
+	if c.Init != "" && c.Train.Trainer.Dense() {
+		return c, inputf("init %s: pretraining starts from zero logits", c.Init)
+	}
+	if c.CheckpointEvery < 0 {
+		return c, inputf("checkpoint_every %d: want >= 0 (0: only at the end)", c.CheckpointEvery)
+	}
+	if c.Train.Trainer.UsesTeacher() && c.Teacher == "" {
+		return c, inputf("distill needs a teacher (-teacher): rlvr-limit or a run folder with a checkpoint")
+	}
+	if !c.Train.Trainer.UsesTeacher() && c.Teacher != "" {
+		return c, inputf("teacher %q (-teacher): only the distill trainer has a teacher", c.Teacher)
+	}
+	if c.Out == "" {
+		c.Out = filepath.Join("runs", c.Name())
+	}
+	switch strings.ToLower(filepath.Ext(c.Out)) {
+	case ".txt", ".json", ".csv", ".png", ".bin", ".md", ".log", ".npz":
+		return c, inputf("out %s: a run folder, not a file (its name ends in %s)", c.Out, filepath.Ext(c.Out))
+	}
+	return c, nil
+}
+
+// setup is the trainers.Setup of the configuration, without the starting
+// and teacher policies (loaded from their run folders by Run).
+func (c Config) setup() trainers.Setup {
+	s := trainers.Setup{Model: c.Model}
+	if c.Transformer != nil {
+		s.Transformer = *c.Transformer
+	}
+	return s
+}
+
+// Name names a run folder after its model, trainer, graph and seed.
+func (c Config) Name() string {
+	shape := fmt.Sprintf("W%dK%dL%d", c.Graph.W, c.Graph.K, c.Graph.L)
+	if len(c.Graph.Branches) > 0 {
+		shape = "branches-" + strings.NewReplacer(";", "_", ",", ".").Replace(tasks.FormatBranches(c.Graph.Branches))
+	}
+	name := string(c.Train.Trainer)
+	if c.Model != "" && c.Model != trainers.BigramModel {
+		name = string(c.Model) + "-" + name
+		if c.Transformer != nil && c.Transformer.Prompt {
+			name += "-prompt"
+		}
+	}
+	if c.Train.SupervisedBackward > 0 {
+		name += fmt.Sprintf("-p%g", c.Train.SupervisedBackward)
+	}
+	if c.Train.Trainer.UsesTeacher() && c.Train.DistillTraces > 0 {
+		name += fmt.Sprintf("-traces%d", c.Train.DistillTraces)
+	}
+	return fmt.Sprintf("%s-%s-seed%d", name, shape, c.Train.Seed)
+}

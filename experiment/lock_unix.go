@@ -1,0 +1,42 @@
+//go:build unix
+
+package experiment
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// lockFolder takes the run folder's exclusive lock, creating the folder: an
+// advisory flock on dir/.lock, released when the process ends however it
+// ends (no stale locks). The lock file holds the holder's pid, for the
+// message a second writer gets.
+func lockFolder(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, inputf("out %s: %v", dir, err)
+	}
+	path := filepath.Join(dir, lockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, inputf("out %s: lock: %v", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, inputf("out %s is in use by another run (pid %s): one writer per run folder; wait for it or choose another -out", dir, strings.TrimSpace(string(holder)))
+		}
+		return nil, inputf("out %s: lock: %v", dir, err)
+	}
+	f.Truncate(0)
+	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return func() {
+		f.Truncate(0)
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}

@@ -1,0 +1,296 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rlvr-backtrack/backtrack/checkpoints"
+	"github.com/rlvr-backtrack/backtrack/tasks"
+	"github.com/rlvr-backtrack/backtrack/trainers"
+)
+
+// Options are how a run is carried out, not what it trains.
+type Options struct {
+	// Force replaces a run folder that holds another run.
+	Force bool
+	// Started is called once the run is set up, with its resolved
+	// configuration and the step it starts from (nil: none).
+	Started func(cfg Config, step int)
+	// Progress is called with every metrics row (nil: none).
+	Progress func(trainers.Row)
+	// AfterStep is called after each optimiser step with the steps taken
+	// (nil: none); tests use it to cancel a run at a given step.
+	AfterStep func(steps int)
+}
+
+// Interrupted reports a run stopped by the cancellation of its context
+// after its checkpoint was written; it wraps the context's error.
+type Interrupted struct {
+	Step int
+	Dir  string
+	Err  error
+}
+
+func (e *Interrupted) Error() string {
+	return fmt.Sprintf("interrupted at step %d; checkpoint written; resume with: train run -resume %s", e.Step, e.Dir)
+}
+func (e *Interrupted) Unwrap() error { return e.Err }
+
+// Run trains the configuration into its run folder (cfg.Out) and returns
+// its summary. The configuration is resolved first (Config.Resolve), and
+// the folder locked: one writer per run folder. A folder that already
+// holds this configuration is not restarted: a finished run is returned as
+// it is (Summary.NothingToDo), an unfinished one is resumed from its
+// checkpoint (Summary.Resumed); opts.Force starts over instead. A canceled
+// ctx stops the run after its current step with a checkpoint and an
+// *Interrupted error; a stalled run writes everything and returns its
+// summary with an error wrapping trainers.ErrStalled.
+func Run(ctx context.Context, cfg Config, opts Options) (Summary, error) {
+	cfg, err := cfg.Resolve()
+	if err != nil {
+		return Summary{}, err
+	}
+	unlock, err := lockFolder(cfg.Out)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer unlock()
+	if !opts.Force {
+		cfgJSON, _ := json.MarshalIndent(cfg, "", "  ")
+		old, err := os.ReadFile(filepath.Join(cfg.Out, ConfigFile))
+		if err == nil && bytes.Equal(bytes.TrimSpace(old), bytes.TrimSpace(cfgJSON)) {
+			if s, err := readSummary(cfg.Out); err == nil {
+				s.NothingToDo = true
+				return s, nil
+			}
+			if _, err := os.Stat(filepath.Join(cfg.Out, CheckpointFile)); err == nil {
+				s, err := resume(ctx, cfg.Out, Changes{}, opts)
+				s.Resumed = true
+				return s, err
+			}
+		}
+	}
+	return train(ctx, cfg, nil, opts)
+}
+
+// Changes are what resuming a run may change.
+type Changes struct {
+	Steps int      // > 0: a new step cap (at least the checkpoint's step)
+	Until *float64 // non-nil: a new stop distance (trainers.Config.Until)
+}
+
+// Resume continues the run in dir from its checkpoint, with its embedded
+// configuration and the given changes. A run that has nothing left to do
+// (finished, and its stop rule or step cap already met) is left as it is
+// and returned with Summary.NothingToDo. A config.json that differs from
+// the checkpoint's configuration (edited by hand) is refused: the run
+// continues with the checkpoint's.
+func Resume(ctx context.Context, dir string, ch Changes, opts Options) (Summary, error) {
+	unlock, err := lockFolder(dir)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer unlock()
+	return resume(ctx, dir, ch, opts)
+}
+
+// resume is Resume with the folder locked.
+func resume(ctx context.Context, dir string, ch Changes, opts Options) (Summary, error) {
+	ck, err := checkpoints.Load(filepath.Join(dir, CheckpointFile))
+	if err != nil {
+		return Summary{}, &InputError{err}
+	}
+	var cfg Config
+	if err := json.Unmarshal(ck.Config, &cfg); err != nil {
+		return Summary{}, inputf("checkpoint config: %v", err)
+	}
+	if onDisk, err := os.ReadFile(filepath.Join(dir, ConfigFile)); err == nil && !sameJSON(onDisk, ck.Config) {
+		return Summary{}, inputf("%s differs from the configuration in the checkpoint (edited by hand?): a resumed run keeps the checkpoint's; restore %s, or start a new run with -config", filepath.Join(dir, ConfigFile), ConfigFile)
+	}
+	cfg.Out = dir
+	if ch.Steps > 0 {
+		if ch.Steps < ck.Step {
+			return Summary{}, inputf("steps %d: the checkpoint in %s is already at step %d", ch.Steps, dir, ck.Step)
+		}
+		cfg.Train.Steps = ch.Steps
+	}
+	if ch.Until != nil {
+		cfg.Train.Until = *ch.Until
+	}
+	if cfg, err = cfg.Resolve(); err != nil {
+		return Summary{}, err
+	}
+	if s, err := readSummary(dir); err == nil && ch.Steps == 0 && ch.Until == nil {
+		s.NothingToDo = true // finished, and nothing asked to change
+		return s, nil
+	}
+	return train(ctx, cfg, ck, opts)
+}
+
+// sameJSON reports whether two JSON texts are the same but for layout.
+func sameJSON(a, b []byte) bool {
+	var ca, cb bytes.Buffer
+	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// readSummary reads a finished run's summary.json.
+func readSummary(dir string) (Summary, error) {
+	var s Summary
+	data, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return s, fmt.Errorf("%s: %v", SummaryFile, err)
+	}
+	s.Out = dir
+	return s, nil
+}
+
+// train runs one resolved configuration into its folder, from scratch or
+// from a checkpoint.
+func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Options) (Summary, error) {
+	start := time.Now()
+	var before float64 // wall seconds spent before a resume
+	if ck != nil {
+		before = ck.WallSeconds
+	}
+	wall := func() float64 { return before + time.Since(start).Seconds() }
+	g, err := tasks.New(cfg.Graph)
+	if err != nil {
+		return Summary{}, &InputError{err}
+	}
+	s := cfg.setup()
+	if cfg.Train.Trainer.UsesTeacher() {
+		if s.Teacher, err = loadTeacher(cfg.Teacher, g); err != nil {
+			return Summary{}, err
+		}
+	}
+	if cfg.Init != "" {
+		b, err := LoadBigram(cfg.Init, g)
+		if err != nil {
+			return Summary{}, inputf("init (-init) %s: %v", cfg.Init, err)
+		}
+		s.Init = logitsOf(b.Probs)
+	}
+	tr, err := trainers.New(cfg.Train, g, s)
+	if err != nil {
+		return Summary{}, &InputError{err} // the configuration cannot be trained
+	}
+	defer tr.Close()
+	cfgJSON, _ := json.MarshalIndent(cfg, "", "  ")
+	resumeStep := -1
+	if ck != nil {
+		if err := tr.Restore(ck); err != nil {
+			return Summary{}, &InputError{fmt.Errorf("checkpoint: %w", err)}
+		}
+		resumeStep = ck.Step
+		// A finished run whose stop rule or step cap is already met has
+		// nothing to do: it is left as it is.
+		if s, err := readSummary(cfg.Out); err == nil {
+			if done, err := tr.Done(ctx); err != nil {
+				return Summary{}, err
+			} else if done {
+				s.NothingToDo = true
+				return s, nil
+			}
+		}
+	}
+	out, err := openFolder(cfg.Out, cfgJSON, resumeStep, opts.Force, cfg.Train.Trainer.Sampled())
+	if err != nil {
+		return Summary{}, err
+	}
+	defer out.close()
+	out.wall = wall
+	if err := writeVocab(cfg.Out, tr.Vocab()); err != nil {
+		return Summary{}, err
+	}
+	if opts.Started != nil {
+		opts.Started(cfg, tr.Steps())
+	}
+	save := func() error {
+		ck, err := tr.Checkpoint(cfgJSON)
+		if err != nil {
+			return err
+		}
+		ck.WallSeconds = wall()
+		return checkpoints.Save(filepath.Join(cfg.Out, CheckpointFile), ck)
+	}
+	last, err := tr.Run(ctx, trainers.Hooks{
+		Row: func(r trainers.Row) error {
+			if opts.Progress != nil {
+				opts.Progress(r)
+			}
+			return out.write(r)
+		},
+		Step: func(step int) error {
+			if opts.AfterStep != nil {
+				opts.AfterStep(step)
+			}
+			if cfg.CheckpointEvery > 0 && step%cfg.CheckpointEvery == 0 {
+				return save()
+			}
+			return nil
+		},
+	})
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		if err := save(); err != nil {
+			return Summary{}, err
+		}
+		return Summary{}, &Interrupted{Step: tr.Steps(), Dir: cfg.Out, Err: err}
+	}
+	stalled := errors.Is(err, trainers.ErrStalled)
+	if err != nil && !stalled {
+		return Summary{}, err
+	}
+	if err := save(); err != nil {
+		return Summary{}, err
+	}
+	sum, err := summarize(cfg, tr, g, last, out, wall())
+	sum.Stalled = stalled
+	if err != nil {
+		return Summary{}, err
+	}
+	if err := out.finish(sum); err != nil {
+		return Summary{}, err
+	}
+	if stalled {
+		return sum, fmt.Errorf("run stopped at step %d: %w", tr.Steps(), err)
+	}
+	return sum, nil
+}
+
+// summarize builds summary.json from the last row.
+func summarize(cfg Config, tr *trainers.Trainer, g *tasks.Graph, last trainers.Row, out *folder, wall float64) (Summary, error) {
+	sum := Summary{
+		Model: cfg.Model, Trainer: cfg.Train.Trainer, Graph: g.Config.Name(), Out: cfg.Out,
+		InitialHittingTime: finite(out.initialHitting), FinalHittingTime: finite(last.HittingTime),
+		LimitHittingTime: finite(tr.Limit()), Steps: tr.Steps(), WallSeconds: wall, Theory: tr.Predictions(),
+		Converged: tr.Converged(last), StopReason: tr.Stop(),
+	}
+	switch {
+	case cfg.Train.Trainer.Dense():
+		sum.LimitHittingTime = nil
+		sum.InvalidMass, sum.BoundRatio = finite(last.InvalidMass), finite(last.MaxBoundRatio)
+	case last.Estimated:
+		sum.FinalCI95, sum.FinalSuccessRate = finite(last.HittingTimeCI95), &last.MCSuccessRate
+	default:
+		sum.FinalABCD = &[4]*float64{finite(last.A), finite(last.B), finite(last.C), finite(last.D)}
+		c := last.Copies
+		sum.FinalABCDPerCopy = &[4]*float64{finite(c.A), finite(c.B), finite(c.C), finite(c.D)}
+	}
+	att, err := tr.Attention(200, cfg.Train.Seed)
+	switch {
+	case err == nil:
+		sum.Attention = &att
+	case !errors.Is(err, trainers.ErrNoAttention):
+		return sum, err
+	}
+	return sum, nil
+}

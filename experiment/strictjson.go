@@ -1,0 +1,131 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// checkObject refuses what encoding/json would silently accept in a
+// configuration: an empty input, null or anything but an object at the
+// top, null values, and an object that repeats a key (json keeps the last,
+// merging nested objects: W from one "graph", K and L from another).
+func checkObject(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err == io.EOF {
+		return errors.New("empty: want a JSON object")
+	}
+	if err != nil {
+		return fmt.Errorf("not JSON: %v", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("want a JSON object, got %v", describe(tok))
+	}
+	return walkObject(dec, "")
+}
+
+// walkObject checks the rest of an object whose '{' was read.
+func walkObject(dec *json.Decoder, path string) error {
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("not JSON: %v", err)
+		}
+		key := tok.(string)
+		field := join(path, key)
+		if seen[key] {
+			return fmt.Errorf("%s: given twice", field)
+		}
+		seen[key] = true
+		if err := walkValue(dec, field); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // '}'
+	return err
+}
+
+// walkValue checks one value at path.
+func walkValue(dec *json.Decoder, path string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("not JSON: %v", err)
+	}
+	switch t := tok.(type) {
+	case nil:
+		return fmt.Errorf("%s: null: give a value or leave the key out", path)
+	case json.Delim:
+		switch t {
+		case '{':
+			return walkObject(dec, path)
+		case '[':
+			for i := 0; dec.More(); i++ {
+				if err := walkValue(dec, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
+			_, err := dec.Token() // ']'
+			return err
+		}
+	}
+	return nil
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func describe(tok json.Token) string {
+	switch tok.(type) {
+	case nil:
+		return "null"
+	case json.Delim:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	}
+	return "a number"
+}
+
+// jsonError says an encoding/json error in the configuration's own terms:
+// the field's JSON path and what it wants, not Go's types.
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		want := te.Type.String()
+		switch {
+		case strings.HasPrefix(want, "int"), strings.HasPrefix(want, "uint"):
+			want = "an integer"
+		case strings.HasPrefix(want, "float"):
+			want = "a number"
+		case want == "bool":
+			want = "true or false"
+		case want == "string", strings.HasSuffix(want, "Kind"), strings.HasSuffix(want, "Model"):
+			want = "a string"
+		case strings.HasPrefix(want, "[]"):
+			want = "an array"
+		default:
+			want = "an object"
+		}
+		field := te.Field
+		if field == "" {
+			field = "the configuration"
+		}
+		return fmt.Errorf("%s: got a JSON %s, want %s", field, te.Value, want)
+	}
+	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Errorf("unknown field %s", msg)
+	}
+	return err
+}

@@ -1,0 +1,67 @@
+package experiment
+
+import (
+	"math"
+
+	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/trainers"
+)
+
+// Summary is summary.json: written last, its presence marks a complete run.
+// Hitting times are null for pretraining, whose dense policy still puts
+// mass on invalid transitions; it reports Theorem 1's quantities instead.
+type Summary struct {
+	Model   trainers.Model `json:"model"`
+	Trainer trainers.Kind  `json:"trainer"`
+	Graph   string         `json:"graph"`
+	Out     string         `json:"-"` // the run folder
+	// NothingToDo is set when Run or Resume found the run finished and
+	// left it as it was; Resumed when Run resumed an unfinished run of the
+	// same configuration.
+	NothingToDo        bool     `json:"-"`
+	Resumed            bool     `json:"-"`
+	InitialHittingTime *float64 `json:"initial_hitting_time"`
+	FinalHittingTime   *float64 `json:"final_hitting_time"`
+	// A transformer's hitting times are Monte Carlo estimates: the final
+	// one's 95% half-width and the share of evaluation rollouts that hit
+	// (below 1, the estimate is a lower bound and has no interval).
+	FinalCI95        *float64 `json:"final_hitting_time_ci95,omitempty"`
+	FinalSuccessRate *float64 `json:"final_mc_success_rate,omitempty"`
+	// Attention summarises the final transformer's attention along 200 of
+	// its rollouts (trainers.AttentionStats).
+	Attention        *trainers.AttentionStats `json:"attention,omitempty"`
+	LimitHittingTime *float64                 `json:"limit_hitting_time"`
+	InvalidMass      *float64                 `json:"final_invalid_mass,omitempty"`
+	BoundRatio       *float64                 `json:"max_bound_ratio,omitempty"`
+	Converged        bool                     `json:"converged"`
+	// StopReason says why the run ended: steps (the cap), until (within
+	// -until of the limit), optimum (no progress at the exact optimum of
+	// its setting), stationary (no progress at a stationary point above
+	// it), stall (no progress elsewhere; Stalled is set too).
+	StopReason  trainers.Stop `json:"stop_reason"`
+	Stalled     bool          `json:"stalled"`
+	Steps       int           `json:"steps"`
+	WallSeconds float64       `json:"wall_seconds"`
+	// FinalABCD is the final mean a, b, c, d weighted by visits (the
+	// paper's, along the policy's paths); FinalABCDPerCopy the plain mean
+	// over every copy, visited or not. Null where a quantity has no visit.
+	FinalABCD        *[4]*float64     `json:"final_mean_abcd"`
+	FinalABCDPerCopy *[4]*float64     `json:"final_mean_abcd_per_copy,omitempty"`
+	Theory           eval.Predictions `json:"theory"`
+}
+
+// finite returns &x, or nil for NaN and infinities (JSON null).
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+// Value reads an optional number (NaN when absent).
+func Value(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}

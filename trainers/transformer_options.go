@@ -1,0 +1,170 @@
+package trainers
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/tasks"
+)
+
+// TransformerOptions configure the transformer learner: an nn.Transformer
+// whose next-token distribution at step 0 equals the starting bigram's on
+// every prefix (Appendix F, the transformer figure).
+type TransformerOptions struct {
+	// Init is the exact initialisation (nn.TransformerConfig.Init):
+	// "table", a per-transition logit table B holding the starting bigram
+	// beside a zero unembedding, at any width Dim; or "identity", the
+	// paper's construction (one-hot embeddings, the bigram in the
+	// unembedding), whose width is the vocabulary.
+	Init string `json:"init"`
+	// Dim is the width with Init "table" (a multiple of Heads).
+	Dim        int    `json:"dim"`
+	Heads      int    `json:"heads"`      // attention heads (they split the width)
+	Context    int    `json:"context"`    // attention window in tokens
+	Positional string `json:"positional"` // "learned" or "none"
+	LayerNorm  bool   `json:"layer_norm"` // layer norm before the unembedding
+	// Prompt puts the rollout's target token before s0 -> f, where every
+	// position can attend to it; the paper's bigram never sees the target.
+	Prompt bool `json:"prompt"`
+	// TableLR is the learning rate of the logit table B (Init "table"):
+	// B is the bigram inside the transformer, and learns at the bigram's
+	// rate while the attention and embeddings learn at the optimiser's
+	// (smaller) one. 0: the default (Resolve).
+	TableLR float64 `json:"table_lr"`
+	// Stride is the number of trained positions per training window and
+	// Windows the number of windows per fill of the graph; see cutWindows.
+	Stride  int `json:"stride"`
+	Windows int `json:"windows"`
+	// EvalRollouts is the number of Monte Carlo rollouts behind the
+	// hitting time of each metrics row (the transformer is not Markov, so
+	// there is no exact analysis).
+	EvalRollouts int `json:"eval_rollouts"`
+	// TrainTokens bounds the trained positions of an update: when an
+	// epoch's windows hold more, each minibatch trains on a uniform random
+	// subset of its windows weighted by the inverse sampling rate, an
+	// unbiased estimate of the full gradient (subsample); 0: every window.
+	TrainTokens int `json:"train_tokens"`
+}
+
+// DefaultTransformerOptions returns the table initialisation at width 64,
+// one head, a window of 8 tokens with learned positions, no prompt, windows
+// of 24 trained positions filled 32 at a time, 2000 evaluation rollouts and
+// a budget of 65,536 trained tokens per update.
+func DefaultTransformerOptions() TransformerOptions {
+	return TransformerOptions{Init: "table", Dim: 64, Heads: 1, Context: 8, Positional: "learned", Stride: 24, Windows: 32,
+		EvalRollouts: 2000, TrainTokens: 1 << 16}
+}
+
+// Resolve fills TableLR when unset: for sampled RLVR the bigram model's
+// own rate for the trainer (its tuned Adam rate), for the other trainers
+// the optimiser's rate.
+func (o TransformerOptions) Resolve(cfg Config) TransformerOptions {
+	if o.TableLR == 0 {
+		o.TableLR = cfg.Optim.LR
+		if d := defaultsFor(cfg.Trainer, BigramModel); cfg.Trainer.Sampled() && d.Optim.Name == cfg.Optim.Name {
+			o.TableLR = d.Optim.LR
+		}
+	}
+	return o
+}
+
+// Validate checks each field; the transformer's own checks come from nn.
+func (o TransformerOptions) Validate() error {
+	switch o.Init {
+	case "table":
+		if o.Dim < 1 {
+			return fmt.Errorf("trainers: transformer dim %d: want >= 1", o.Dim)
+		}
+		if o.Heads >= 1 && o.Dim%o.Heads != 0 {
+			return fmt.Errorf("trainers: transformer heads %d: want a divisor of dim %d (%s)", o.Heads, o.Dim, divisors(o.Dim))
+		}
+	case "identity":
+		if o.Dim != 0 {
+			return fmt.Errorf("trainers: transformer dim %d: init identity's width is the vocabulary: leave dim at 0", o.Dim)
+		}
+	default:
+		return fmt.Errorf("trainers: transformer init %q: want table or identity", o.Init)
+	}
+	if o.Heads < 1 || o.Context < 1 {
+		return fmt.Errorf("trainers: transformer heads %d, context %d: want >= 1 each", o.Heads, o.Context)
+	}
+	if o.Positional != "learned" && o.Positional != "none" {
+		return fmt.Errorf("trainers: transformer positional %q: want learned or none", o.Positional)
+	}
+	if !(o.TableLR >= 0) {
+		return fmt.Errorf("trainers: transformer table_lr %v: want > 0 (0: the default)", o.TableLR)
+	}
+	if o.Stride < 1 || o.Windows < 1 {
+		return fmt.Errorf("trainers: transformer stride %d, windows %d: want >= 1 each", o.Stride, o.Windows)
+	}
+	if o.EvalRollouts < 2 {
+		return fmt.Errorf("trainers: transformer eval_rollouts %d: want >= 2", o.EvalRollouts)
+	}
+	if o.TrainTokens < 0 {
+		return fmt.Errorf("trainers: transformer train_tokens %d: want >= 0 (0: train every sampled token)", o.TrainTokens)
+	}
+	return nil
+}
+
+// divisors lists the divisors of n, for messages (at most a dozen).
+func divisors(n int) string {
+	var ds []string
+	for d := 1; d <= n && len(ds) < 12; d++ {
+		if n%d == 0 {
+			ds = append(ds, fmt.Sprint(d))
+		}
+	}
+	return "heads can be " + strings.Join(ds, ", ")
+}
+
+// newSolver is the transformer's optimiser: with Init "table" the logit table
+// B (the bigram inside, the last learnable) learns at TableLR and every
+// other parameter at the optimiser's rate, each group with its own state.
+func (l *transformer) newSolver(cfg Config, opts TransformerOptions) (nn.Solver, error) {
+	ps := l.tr.Learnables()
+	if opts.Init != "table" {
+		return nn.NewSolver(cfg.Optim)
+	}
+	rest := make([]int, len(ps)-1)
+	for i := range rest {
+		rest[i] = i
+	}
+	table := cfg.Optim
+	table.LR = opts.TableLR
+	return nn.NewGroupSolver(len(ps), []nn.SolverGroup{{Config: cfg.Optim, Params: rest}, {Config: table, Params: []int{len(ps) - 1}}})
+}
+
+// checkMemory refuses a transformer whose training graph, sampler tables
+// and parameters would not fit the graph's memory budget, before anything
+// is allocated, with the estimate in the message.
+func checkMemory(g *tasks.Graph, cfg Config, opts TransformerOptions, tc nn.TransformerConfig) error {
+	budget := g.Config.MaxBytes
+	if budget == 0 {
+		budget = tasks.DefaultMaxBytes
+	}
+	v, d, c, h := float64(tc.Vocab), float64(tc.Dim), float64(opts.Context), float64(opts.Heads)
+	nnz := float64(tc.Support.NNZ())
+	r := float64(maxRow(tc.Support))
+	params := v*d*2 + c*d + 4*d*d + nnz             // E, U, P, the four (D, D), B
+	solver := 3 * params                            // gradients and Adam's moments
+	rowT := float64(opts.Context + opts.Stride + 1) // tokens per window
+	n := float64(opts.Windows) * (rowT + 1)         // positions of one fill (and the prompt)
+	graph := n * ((6+h)*d + (c+2)*h + 6*r)          // records, attention weights, logits, per slot
+	tables := (v + c) * (3 + h) * d * 2             // the samplers' snapshot, twice
+	words := params + solver + 4*graph + tables     // the graph's buffers kept forward and backward
+	if need := 8 * words; need > float64(budget) {
+		return fmt.Errorf("trainers: transformer: width %d, context %d, %d windows of %d tokens need about %.3g GiB, over the budget of %.3g GiB (max_bytes): lower -context, -stride, -windows or -dim",
+			tc.Dim, opts.Context, opts.Windows, int(rowT), need/(1<<30), float64(budget)/(1<<30))
+	}
+	return nil
+}
+
+// maxRow is the longest support row.
+func maxRow(s nn.Support) int {
+	m := 0
+	for x := 0; x < s.Rows(); x++ {
+		m = max(m, len(s.Row(x)))
+	}
+	return m
+}
