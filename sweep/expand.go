@@ -14,9 +14,10 @@ import (
 
 // Run is one run of a sweep.
 type Run struct {
-	// Index is the run's place in the expansion: list entries outermost (in
-	// the spec's order), then the grid's paths in sorted order, the last
-	// path fastest, each path's values in the spec's order.
+	// Index is the run's place in the expansion: the lists outermost
+	// (sorted by name, each in the spec's order), then the grid's paths in
+	// sorted order, the last path fastest, each path's values in the
+	// spec's order.
 	Index int
 	// Name is the run's folder name: a readable slug and Hash.
 	Name string
@@ -57,46 +58,58 @@ func (s *Spec) Expand(out string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries := s.List
-	if len(entries) == 0 {
-		entries = []Entry{nil}
+	// Every list and every grid path is one digit of a mixed-radix number:
+	// the lists first (sorted by name), then the grid's paths, the last
+	// fastest.
+	var digits [][][]Setting // each digit's options
+	for _, l := range s.Lists {
+		var d [][]Setting
+		for _, e := range l.Entries {
+			d = append(d, e)
+		}
+		digits = append(digits, d)
 	}
-	points := 1
 	for _, a := range s.Grid {
-		points *= len(a.Values)
+		var d [][]Setting
+		for _, v := range a.Values {
+			d = append(d, []Setting{{a.Path, v}})
+		}
+		digits = append(digits, d)
+	}
+	total := 1
+	for _, d := range digits {
+		total *= len(d)
 	}
 	p := &Plan{Spec: s, Out: out}
 	seen := map[string]int{}
-	for _, e := range entries {
-		for k := range points {
-			settings := append([]Setting(nil), e...)
-			rest := k
-			for i := len(s.Grid) - 1; i >= 0; i-- { // the last path fastest
-				a := s.Grid[i]
-				settings = append(settings, Setting{a.Path, a.Values[rest%len(a.Values)]})
-				rest /= len(a.Values)
-			}
-			// Sorted by path, an object comes before its fields: "graph"
-			// then "graph.L".
-			sort.SliceStable(settings, func(i, j int) bool { return settings[i].Path < settings[j].Path })
-			index := len(p.Runs)
-			where := fmt.Sprintf("run %d (%s)", index, describe(settings))
-			cfg, err := apply(base, settings)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %v", where, err)
-			}
-			if cfg, err = cfg.Resolve(); err != nil {
-				return nil, fmt.Errorf("%s: %v", where, err)
-			}
-			id, hash := Identity(cfg)
-			if j, ok := seen[id]; ok {
-				return nil, fmt.Errorf("%s: the same resolved configuration as run %d: every run of a sweep must differ", where, j)
-			}
-			seen[id] = index
-			name := slug(cfg, settings) + "-" + hash
-			cfg.Out = filepath.Join(out, name)
-			p.Runs = append(p.Runs, Run{Index: index, Name: name, Dir: cfg.Out, Settings: settings, Config: cfg, Hash: hash})
+	for k := range total {
+		var settings []Setting
+		rest := k
+		for i := len(digits) - 1; i >= 0; i-- {
+			d := digits[i]
+			settings = append(settings, d[rest%len(d)]...)
+			rest /= len(d)
 		}
+		// Sorted by path, an object comes before its fields: "graph"
+		// then "graph.L".
+		sort.SliceStable(settings, func(i, j int) bool { return settings[i].Path < settings[j].Path })
+		index := len(p.Runs)
+		where := fmt.Sprintf("run %d (%s)", index, describe(settings))
+		cfg, err := apply(base, settings)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
+		}
+		if cfg, err = cfg.Resolve(); err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
+		}
+		id, hash := Identity(cfg)
+		if j, ok := seen[id]; ok {
+			return nil, fmt.Errorf("%s: the same resolved configuration as run %d: every run of a sweep must differ", where, j)
+		}
+		seen[id] = index
+		name := slug(cfg, settings) + "-" + hash
+		cfg.Out = filepath.Join(out, name)
+		p.Runs = append(p.Runs, Run{Index: index, Name: name, Dir: cfg.Out, Settings: settings, Config: cfg, Hash: hash})
 	}
 	return p, nil
 }

@@ -36,9 +36,16 @@ type Spec struct {
 	Base runs.Config
 	// Grid is the Cartesian product of values per path, sorted by path.
 	Grid []Axis
-	// List holds explicit runs: each entry sets some paths; every entry is
-	// combined with every point of the grid.
-	List []Entry
+	// Lists hold explicit variants, sorted by name ("list" for the spec's
+	// list): each entry sets some paths. Every entry of every list is
+	// combined with every entry of the others and every point of the grid.
+	Lists []List
+}
+
+// List is a named list of entries.
+type List struct {
+	Name    string
+	Entries []Entry
 }
 
 // Axis is one path of the grid and the values it takes, in the spec's
@@ -48,7 +55,7 @@ type Axis struct {
 	Values []json.RawMessage
 }
 
-// Entry is one element of the list: values for some paths, sorted by path.
+// Entry is one element of a list: values for some paths, sorted by path.
 type Entry []Setting
 
 // Setting is one value given to one path.
@@ -61,10 +68,11 @@ func (s Setting) String() string { return s.Path + "=" + string(s.Value) }
 
 // specFile is the spec's JSON.
 type specFile struct {
-	Out  string                       `json:"out"`
-	Base json.RawMessage              `json:"base"`
-	Grid map[string][]json.RawMessage `json:"grid"`
-	List []map[string]json.RawMessage `json:"list"`
+	Out   string                                  `json:"out"`
+	Base  json.RawMessage                         `json:"base"`
+	Grid  map[string][]json.RawMessage            `json:"grid"`
+	List  []map[string]json.RawMessage            `json:"list"`
+	Lists map[string][]map[string]json.RawMessage `json:"lists"`
 }
 
 // ParseSpec decodes a spec strictly: unknown keys (in the spec and in every
@@ -79,7 +87,7 @@ func ParseSpec(data []byte, name string) (*Spec, error) {
 	dec.DisallowUnknownFields()
 	var f specFile
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%v: want an object with out, base, grid and list", jsonMessage(err))
+		return nil, fmt.Errorf("%v: want an object with out, base, grid, list and lists", jsonMessage(err))
 	}
 	s := &Spec{Name: name, Out: f.Out, Base: runs.DefaultConfig()}
 	if f.Base != nil {
@@ -94,14 +102,28 @@ func ParseSpec(data []byte, name string) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.Grid == nil && f.List == nil {
+	lists := f.Lists
+	if f.List != nil {
+		if _, ok := lists["list"]; ok {
+			return nil, errors.New(`list and lists.list are both given: name the list once`)
+		}
+		if lists == nil {
+			lists = map[string][]map[string]json.RawMessage{}
+		}
+		lists["list"] = f.List
+	}
+	if f.Grid == nil && lists == nil {
 		return nil, errors.New("grid and list are both missing: a sweep needs at least one of them")
 	}
-	if f.Grid != nil && len(f.Grid) == 0 && f.List == nil {
+	if f.Grid != nil && len(f.Grid) == 0 && len(lists) == 0 {
 		return nil, errors.New("grid is empty: give at least one path and its values")
 	}
-	if f.List != nil && len(f.List) == 0 {
-		return nil, errors.New("list is empty: give at least one entry, or leave it out")
+	if lists != nil && len(lists) == 0 {
+		return nil, errors.New("lists is empty: give at least one list, or leave it out")
+	}
+	owner := map[string]string{} // path -> the grid or the list that sets it
+	for path := range f.Grid {
+		owner[path] = "the grid"
 	}
 	for _, path := range sortedKeys(f.Grid) {
 		where := fmt.Sprintf("grid %q", path)
@@ -125,27 +147,49 @@ func ParseSpec(data []byte, name string) (*Spec, error) {
 		}
 		s.Grid = append(s.Grid, Axis{Path: path, Values: values})
 	}
-	for i, m := range f.List {
-		where := fmt.Sprintf("list entry %d", i+1)
+	for _, name := range sortedKeys(lists) {
+		l, err := parseList(base, name, lists[name], owner)
+		if err != nil {
+			return nil, err
+		}
+		s.Lists = append(s.Lists, l)
+	}
+	return s, nil
+}
+
+// parseList checks one list's entries; owner records which list or the
+// grid sets each path, so that no path is set in two places.
+func parseList(base map[string]any, name string, entries []map[string]json.RawMessage, owner map[string]string) (List, error) {
+	l := List{Name: name}
+	label := "list"
+	if name != "list" {
+		label = "lists." + name
+	}
+	if len(entries) == 0 {
+		return l, fmt.Errorf("%s is empty: give at least one entry, or leave it out", label)
+	}
+	for i, m := range entries {
+		where := fmt.Sprintf("%s entry %d", label, i+1)
 		if len(m) == 0 {
-			return nil, fmt.Errorf("%s: empty: set at least one path", where)
+			return l, fmt.Errorf("%s: empty: set at least one path", where)
 		}
 		var e Entry
 		for _, path := range sortedKeys(m) {
-			if _, ok := f.Grid[path]; ok {
-				return nil, fmt.Errorf("%s: path %q is also in the grid: give each path in one place", where, path)
+			if o, ok := owner[path]; ok && o != label {
+				return l, fmt.Errorf("%s: path %q is also set in %s: give each path in one place", where, path, o)
 			}
+			owner[path] = label
 			if err := checkPath(path); err != nil {
-				return nil, fmt.Errorf("%s: %v", where, err)
+				return l, fmt.Errorf("%s: %v", where, err)
 			}
 			if err := checkValue(base, path, m[path], fmt.Sprintf("%s %q", where, path)); err != nil {
-				return nil, err
+				return l, err
 			}
 			e = append(e, Setting{Path: path, Value: m[path]})
 		}
-		s.List = append(s.List, e)
+		l.Entries = append(l.Entries, e)
 	}
-	return s, nil
+	return l, nil
 }
 
 // checkValue checks that path is a field of the configuration and that v is
@@ -176,7 +220,7 @@ func walk(dec *json.Decoder, path string) error {
 	tok, err := dec.Token()
 	if err != nil {
 		if err == io.EOF {
-			return errors.New("empty spec: want a JSON object with base, grid and list")
+			return errors.New("empty spec: want a JSON object with base, grid and list or lists")
 		}
 		return fmt.Errorf("%s: %v", orTop(path), jsonMessage(err))
 	}
