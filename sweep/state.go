@@ -85,6 +85,9 @@ type IndexEntry struct {
 	Index    int               `json:"index"`
 	Name     string            `json:"name"` // the folder's name under the sweep's folder
 	Settings map[string]string `json:"settings"`
+	// Config is the resolved configuration without its folder, so that a
+	// run never started still has its group in the aggregate.
+	Config json.RawMessage `json:"config"`
 }
 
 // WriteIndex writes the plan's index into its folder (atomically: shards
@@ -92,7 +95,8 @@ type IndexEntry struct {
 func (p *Plan) WriteIndex() error {
 	ix := Index{Name: p.Spec.Name}
 	for _, r := range p.Runs {
-		e := IndexEntry{Index: r.Index, Name: r.Name, Settings: map[string]string{}}
+		id, _ := Identity(r.Config)
+		e := IndexEntry{Index: r.Index, Name: r.Name, Settings: map[string]string{}, Config: json.RawMessage(id)}
 		for _, s := range r.Settings {
 			e.Settings[s.Path] = compact(s.Value)
 		}

@@ -64,6 +64,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return runReproduce(args[1:], stdout, stderr)
 	case "sweep":
 		return runSweep(args[1:], stdout, stderr)
+	case "aggregate":
+		return runAggregate(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, manual)
 		return nil
