@@ -216,7 +216,11 @@ func (c *Collection) writeMarkdown(b *bytes.Buffer, groups []*Group, label []str
 		if g.Counted < len(g.Runs) {
 			seeds = fmt.Sprintf("%d of %d", g.Counted, len(g.Runs))
 		}
-		cells = append(cells, seeds, est(g.Final), runs.FormatNumber(g.Limit), fmt.Sprintf("%d/%d", g.Reached, g.Counted),
+		limit := "-"
+		if !math.IsNaN(g.Limit) {
+			limit = runs.FormatNumber(g.Limit)
+		}
+		cells = append(cells, seeds, est(g.Final), limit, fmt.Sprintf("%d/%d", g.Reached, g.Counted),
 			est(g.Steps), est(g.Wall), est(g.Success))
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
