@@ -8,6 +8,7 @@ package reproduce
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -38,6 +39,7 @@ type reproducer struct {
 	ctx   context.Context
 	out   string
 	quick bool
+	log   io.Writer
 }
 
 // entries lists every result of the paper, in the order of the paper.
@@ -64,6 +66,8 @@ var entries = []entry{
 		"reaches 4WK, slightly below", (*reproducer).fig7},
 	{"fig8-hetero", "RLVR on a heterogeneous graph converges to the backtracking policy (heterogeneous figure)",
 		"hitting time 4 sum_i k_i", (*reproducer).fig8},
+	{compareLearners, "the transformer learns to backtrack like the bigram under PPO, from the same bigram, over seeds and sizes (a study beyond the paper; not in all)",
+		"-", (*reproducer).compareLearners},
 }
 
 // Options configure a reproduction.
@@ -73,6 +77,8 @@ type Options struct {
 	// Started and Finished are called around each entry (nil: none).
 	Started  func(i, n int, name string)
 	Finished func(i, n int, r Result)
+	// Log receives the progress lines of long entries (nil: none).
+	Log io.Writer
 }
 
 // Names lists the entries, in the order of the paper.
@@ -84,7 +90,8 @@ func Names() []string {
 	return all
 }
 
-// Check resolves entry names: "all" is every entry, "transformer" is
+// Check resolves entry names: "all" is every entry of the paper (studies
+// such as compare-learners are run by name), "transformer" is
 // fig7-transformer; an empty list or an unknown name is an error.
 func Check(names []string) ([]string, error) {
 	all := Names()
@@ -92,7 +99,7 @@ func Check(names []string) ([]string, error) {
 		return nil, fmt.Errorf("name the entries to run, or all: %s", strings.Join(all, ", "))
 	}
 	if len(names) == 1 && names[0] == "all" {
-		return all, nil
+		return slices.DeleteFunc(all, func(n string) bool { return n == compareLearners }), nil
 	}
 	out := make([]string, len(names))
 	for i, n := range names {
@@ -117,7 +124,10 @@ func Run(ctx context.Context, names []string, opts Options) ([]Result, error) {
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("out %s: %v", opts.Out, err)
 	}
-	r := &reproducer{ctx: ctx, out: opts.Out, quick: opts.Quick}
+	r := &reproducer{ctx: ctx, out: opts.Out, quick: opts.Quick, log: opts.Log}
+	if r.log == nil {
+		r.log = io.Discard
+	}
 	var rows []Result
 	start := time.Now()
 	for _, e := range entries {

@@ -157,3 +157,15 @@ func slug(c runs.Config, settings []Setting) string {
 	}
 	return strings.Trim(name, "_-.")
 }
+
+// Keep narrows the plan to the runs keep accepts; they keep their indices,
+// so a narrowed plan's runs and folders are the full plan's.
+func (p *Plan) Keep(keep func(Run) bool) {
+	var kept []Run
+	for _, r := range p.Runs {
+		if keep(r) {
+			kept = append(kept, r)
+		}
+	}
+	p.Runs = kept
+}

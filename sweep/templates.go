@@ -43,12 +43,13 @@ func (c Cluster) tasks(p *Plan) int {
 
 func (c Cluster) cpus() int { return max(c.CPUs, 1) }
 
-// perTask says what a task runs.
-func perTask(p *Plan, tasks int) string {
+// perTask says what a task runs; unit names a task ("array task",
+// "completion index").
+func perTask(p *Plan, tasks int, unit string) string {
 	if tasks == len(p.Runs) {
-		return "one array task per run (task i trains run i)"
+		return fmt.Sprintf("one %s per run (%s i trains run i)", unit, unit)
 	}
-	return fmt.Sprintf("%d array tasks, each a shard of the runs (task i trains the runs whose index is i modulo %d)", tasks, tasks)
+	return fmt.Sprintf("%d %ses, each a shard of the runs (%s i trains the runs whose index is i modulo %d)", tasks, unit, unit, tasks)
 }
 
 // quote makes a word safe for a shell.
@@ -69,7 +70,7 @@ func SlurmScript(p *Plan, c Cluster) string {
 	n := c.tasks(p)
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/bash\n")
-	fmt.Fprintf(&b, "# Sweep %s: %d runs of %s, %s.\n", p.Spec.Name, len(p.Runs), c.Spec, perTask(p, n))
+	fmt.Fprintf(&b, "# Sweep %s: %d runs of %s, %s.\n", p.Spec.Name, len(p.Runs), c.Spec, perTask(p, n, "array task"))
 	fmt.Fprintf(&b, "# Submit with: sbatch THIS_FILE. Afterwards: %s aggregate %s\n", c.Binary, p.Out)
 	fmt.Fprintf(&b, "# A task run again (requeued, or the script submitted again) skips finished runs and resumes the others\n")
 	fmt.Fprintf(&b, "# from their checkpoints; train sweep reads its shard from SLURM_ARRAY_TASK_ID.\n")
@@ -138,7 +139,7 @@ func KubernetesJob(p *Plan, c Cluster) string {
 		args[i] = strconv.Quote(a)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Sweep %s: %d runs of %s, %s.\n", p.Spec.Name, len(p.Runs), path.Base(c.Spec), strings.ReplaceAll(perTask(p, n), "array task", "completion index"))
+	fmt.Fprintf(&b, "# Sweep %s: %d runs of %s, %s.\n", p.Spec.Name, len(p.Runs), path.Base(c.Spec), perTask(p, n, "completion index"))
 	fmt.Fprintf(&b, "# The image holds the train binary; the claim %s holds the spec at its root and receives the run\n", c.Claim)
 	fmt.Fprintf(&b, "# folders under %s. kubectl apply -f THIS_FILE; afterwards train aggregate on that folder.\n", out)
 	fmt.Fprintf(&b, `apiVersion: batch/v1
