@@ -65,6 +65,10 @@ func (r *reproducer) compareLearners(dir string) (string, string, error) {
 	if problems := c.Problems(); len(problems) > 0 {
 		return "", "", fmt.Errorf("%s", strings.Join(problems, "; "))
 	}
+	runSeconds := 0.0 // the runs' own wall time, whenever they ran
+	for _, run := range c.Runs {
+		runSeconds += run.Summary.WallSeconds
+	}
 	groups, _ := c.Groups()
 	// PPO's final hitting time per graph and learner.
 	type key struct{ graph, model string }
@@ -99,8 +103,8 @@ func (r *reproducer) compareLearners(dir string) (string, string, error) {
 	if r.quick {
 		size = fmt.Sprintf("graphs of at most %d states", smallStates)
 	}
-	m := fmt.Sprintf("%d runs (%s, 5 seeds) in %.0f s; PPO's final hitting time over seeds (mean ± 95%%): %s; SFT and distillation in summary.md",
-		len(p.Runs), size, time.Since(start).Seconds(), strings.Join(parts, "; "))
+	m := fmt.Sprintf("%d runs (%s, 5 seeds; %.0f s of runs, %.0f s this time); PPO's final hitting time over seeds (mean ± 95%%): %s; SFT and distillation in summary.md",
+		len(p.Runs), size, runSeconds, time.Since(start).Seconds(), strings.Join(parts, "; "))
 	return m, yes(ok), nil
 }
 

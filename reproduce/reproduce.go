@@ -81,11 +81,14 @@ type Options struct {
 	Log io.Writer
 }
 
-// Names lists the entries, in the order of the paper.
+// Names lists the entries of the paper, in its order: what all runs.
+// Studies beyond the paper (compare-learners) are run by name only.
 func Names() []string {
 	var all []string
 	for _, e := range entries {
-		all = append(all, e.name)
+		if e.name != compareLearners {
+			all = append(all, e.name)
+		}
 	}
 	return all
 }
@@ -99,8 +102,9 @@ func Check(names []string) ([]string, error) {
 		return nil, fmt.Errorf("name the entries to run, or all: %s", strings.Join(all, ", "))
 	}
 	if len(names) == 1 && names[0] == "all" {
-		return slices.DeleteFunc(all, func(n string) bool { return n == compareLearners }), nil
+		return all, nil
 	}
+	all = append(all, compareLearners)
 	out := make([]string, len(names))
 	for i, n := range names {
 		if n == "transformer" { // the name the transformer issue asked for

@@ -33,15 +33,21 @@ type RunData struct {
 }
 
 // Reach returns the first logged step at which the hitting time is within
-// Within of the limit, and the wall seconds then (NaN, NaN: never).
+// Within of the limit, and the wall seconds then (NaN, NaN: never). A run
+// that starts above its limit (RLVR, distillation) gets there when it falls
+// to (1+Within) limit, and one that starts below (SFT, whose limit is the
+// exponential SFT hitting time) when it rises to (1-Within) limit.
 func (r *RunData) Reach() (step, wall float64) {
 	if r.Summary == nil || r.Metrics == nil {
 		return math.NaN(), math.NaN()
 	}
-	limit := runs.Value(r.Summary.LimitHittingTime)
+	limit, start := runs.Value(r.Summary.LimitHittingTime), runs.Value(r.Summary.InitialHittingTime)
 	steps, h, w := r.Metrics.Column("step"), r.Metrics.Column("hitting_time"), r.Metrics.Column("wall_seconds")
 	for i := range steps {
-		if h != nil && h[i] <= (1+Within)*limit {
+		if h == nil {
+			break
+		}
+		if start > limit && h[i] <= (1+Within)*limit || start <= limit && h[i] >= (1-Within)*limit {
 			return steps[i], w[i]
 		}
 	}

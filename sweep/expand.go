@@ -43,6 +43,22 @@ type Plan struct {
 // names one.
 func DefaultOut(name string) string { return filepath.Join("runs", "sweeps", name) }
 
+// MaxRuns bounds a sweep's size: a spec of more runs is refused before
+// they are listed.
+const MaxRuns = 100000
+
+// Size is the number of runs the spec expands to (MaxRuns+1 when more).
+func (s *Spec) Size() int {
+	n := 1
+	for _, l := range s.Lists {
+		n = min(n*len(l.Entries), MaxRuns+1)
+	}
+	for _, a := range s.Grid {
+		n = min(n*len(a.Values), MaxRuns+1)
+	}
+	return n
+}
+
 // Expand lists the runs of the spec into the folder out ("": the spec's
 // out, else DefaultOut). Every run is resolved (runs.Config.Resolve); a
 // combination the configuration refuses, or two runs with the same
@@ -53,6 +69,9 @@ func (s *Spec) Expand(out string) (*Plan, error) {
 	}
 	if out == "" {
 		out = DefaultOut(s.Name)
+	}
+	if n := s.Size(); n > MaxRuns {
+		return nil, fmt.Errorf("more than %d runs: split the sweep into several specs", MaxRuns)
 	}
 	base, err := toTree(s.Base)
 	if err != nil {

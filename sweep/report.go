@@ -31,8 +31,8 @@ type Group struct {
 }
 
 // Groups splits the runs by configuration, seed aside, in the order of
-// their first run; label is the configuration columns that differ between
-// groups (what a table needs to tell them apart).
+// their first run; label is the configuration columns that tell the groups
+// apart (distinguishing).
 func (c *Collection) Groups() (groups []*Group, label []string) {
 	byKey := map[string]*Group{}
 	for _, r := range c.Runs {
@@ -63,21 +63,57 @@ func (c *Collection) Groups() (groups []*Group, label []string) {
 		}
 		g.Final, g.Steps, g.Wall, g.Success = Mean95(final), Mean95(steps), Mean95(wall), Mean95(success)
 	}
-	for _, col := range c.Columns() {
+	label = distinguishing(groups, c.Columns())
+	return groups, label
+}
+
+// distinguishing picks, in column order, each column that separates groups
+// the columns before it do not: model, trainer, graph for a sweep over
+// those, without the options they imply (the transformer's, a trainer's
+// log_every). summary.csv keeps every column that varies (varying).
+func distinguishing(groups []*Group, cols []string) []string {
+	var label []string
+	classes := 1
+	for _, col := range cols {
 		if col == "seed" {
 			continue
 		}
-		for _, g := range groups[1:] {
-			if g.Fields[col] != groups[0].Fields[col] {
-				label = append(label, col)
-				break
+		tuples := map[string]bool{}
+		for _, g := range groups {
+			var b strings.Builder
+			for _, c := range append(label, col) {
+				b.WriteString(g.Fields[c] + "\x00")
 			}
+			tuples[b.String()] = true
+		}
+		if len(tuples) > classes {
+			label, classes = append(label, col), len(tuples)
 		}
 	}
 	if len(label) == 0 {
 		label = []string{"model", "trainer", "graph"}
 	}
-	return groups, label
+	return label
+}
+
+// varying is every column, seed aside, whose value differs between groups.
+func varying(groups []*Group, cols []string) []string {
+	var out []string
+	for _, col := range cols {
+		if col == "seed" {
+			continue
+		}
+		for _, g := range groups[1:] {
+			if g.Fields[col] != groups[0].Fields[col] {
+				out = append(out, col)
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"model", "trainer", "graph"}
+	}
+	return out
 }
 
 func groupKey(f map[string]string) string {
@@ -112,7 +148,7 @@ func (c *Collection) Write(dir string) ([]string, error) {
 		write func(*bytes.Buffer) error
 	}{
 		{"runs.csv", c.writeLong},
-		{"summary.csv", func(b *bytes.Buffer) error { return writeSummaryCSV(b, groups, label) }},
+		{"summary.csv", func(b *bytes.Buffer) error { return writeSummaryCSV(b, groups, varying(groups, c.Columns())) }},
 		{"summary.md", func(b *bytes.Buffer) error { return c.writeMarkdown(b, groups, label) }},
 	} {
 		var b bytes.Buffer
