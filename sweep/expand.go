@@ -188,3 +188,6 @@ func (p *Plan) Keep(keep func(Run) bool) {
 	}
 	p.Runs = kept
 }
+
+// Describe prints the run's settings as path=value, space-separated.
+func (r Run) Describe() string { return describe(r.Settings) }

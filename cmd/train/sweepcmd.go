@@ -98,7 +98,7 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "sweep %s: %d runs in %s%s: %s\n", p.Spec.Name, len(p.Runs), p.Out, shardNote(shard, source, len(todo)), countStates(states))
 	if a.dryRun {
 		for i, r := range todo {
-			fmt.Fprintf(stdout, "%4d  %-9s  %s  %s\n", r.Index, states[i], r.Dir, describeSettings(r))
+			fmt.Fprintf(stdout, "%4d  %-9s  %s  %s\n", r.Index, states[i], r.Dir, r.Describe())
 		}
 		return nil
 	}
@@ -167,14 +167,6 @@ func countStates(states []sweep.State) string {
 		return "no runs"
 	}
 	return strings.Join(parts, ", ")
-}
-
-func describeSettings(r sweep.Run) string {
-	parts := make([]string, len(r.Settings))
-	for i, s := range r.Settings {
-		parts[i] = s.Path + "=" + string(s.Value)
-	}
-	return strings.Join(parts, " ")
 }
 
 // executeSweep trains the plan with SIGINT and SIGTERM turned into
@@ -251,7 +243,7 @@ func resultLine(res sweep.Result) string {
 	if s.FinalCI95 != nil {
 		h += fmt.Sprintf(" ± %.3g", *s.FinalCI95)
 	}
-	return fmt.Sprintf("%s: hitting time %s (limit %s) after %d steps, %s, %.1fs", verb, h, runs.FormatNumber(runs.Value(s.LimitHittingTime)), s.Steps, s.StopReason, s.WallSeconds)
+	return fmt.Sprintf("%s: hitting time %s (limit %s) after %d steps (stop: %s), %.1fs", verb, h, runs.FormatNumber(runs.Value(s.LimitHittingTime)), s.Steps, s.StopReason, s.WallSeconds)
 }
 
 // printCluster prints a submission script for the plan and writes its
