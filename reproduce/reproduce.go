@@ -8,6 +8,7 @@ package reproduce
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -38,6 +39,7 @@ type reproducer struct {
 	ctx   context.Context
 	out   string
 	quick bool
+	log   io.Writer
 }
 
 // entries lists every result of the paper, in the order of the paper.
@@ -64,6 +66,8 @@ var entries = []entry{
 		"reaches 4WK, slightly below", (*reproducer).fig7},
 	{"fig8-hetero", "RLVR on a heterogeneous graph converges to the backtracking policy (heterogeneous figure)",
 		"hitting time 4 sum_i k_i", (*reproducer).fig8},
+	{compareLearners, "the transformer learns to backtrack like the bigram under PPO, from the same bigram, over seeds and sizes (a study beyond the paper; not in all)",
+		"-", (*reproducer).compareLearners},
 }
 
 // Options configure a reproduction.
@@ -78,18 +82,24 @@ type Options struct {
 	// Started and Finished are called around each entry (nil: none).
 	Started  func(i, n int, name string)
 	Finished func(i, n int, r Result)
+	// Log receives the progress lines of long entries (nil: none).
+	Log io.Writer
 }
 
-// Names lists the entries, in the order of the paper.
+// Names lists the entries of the paper, in its order: what all runs.
+// Studies beyond the paper (compare-learners) are run by name only.
 func Names() []string {
 	var all []string
 	for _, e := range entries {
-		all = append(all, e.name)
+		if e.name != compareLearners {
+			all = append(all, e.name)
+		}
 	}
 	return all
 }
 
-// Check resolves entry names: "all" is every entry, "transformer" is
+// Check resolves entry names: "all" is every entry of the paper (studies
+// such as compare-learners are run by name), "transformer" is
 // fig7-transformer; an empty list or an unknown name is an error.
 func Check(names []string) ([]string, error) {
 	all := Names()
@@ -99,6 +109,7 @@ func Check(names []string) ([]string, error) {
 	if len(names) == 1 && names[0] == "all" {
 		return all, nil
 	}
+	all = append(all, compareLearners)
 	out := make([]string, len(names))
 	for i, n := range names {
 		if n == "transformer" { // the name the transformer issue asked for
@@ -125,7 +136,10 @@ func Run(ctx context.Context, names []string, opts Options) ([]Result, error) {
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("out %s: %v", opts.Out, err)
 	}
-	r := &reproducer{ctx: ctx, out: opts.Out, quick: opts.Quick}
+	r := &reproducer{ctx: ctx, out: opts.Out, quick: opts.Quick, log: opts.Log}
+	if r.log == nil {
+		r.log = io.Discard
+	}
 	var rows []Result
 	start := time.Now()
 	for _, e := range entries {

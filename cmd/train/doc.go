@@ -23,7 +23,17 @@
 //	                       entry at a reduced size. Entries: fig3-4, thm1-pretrain,
 //	                       thm2-sft, thm4-separation, corollary-search,
 //	                       thm5-distill, fig5-sft-scaling, fig5-partial, fig6-ppo,
-//	                       fig7-transformer (alias transformer), fig8-hetero
+//	                       fig7-transformer (alias transformer), fig8-hetero; by
+//	                       name only: compare-learners (the sweep
+//	                       docs/sweeps/compare-learners.json; -quick: its small
+//	                       graphs)
+//	train sweep SPEC.json [flags]
+//	                       many runs from one spec: a base config and a grid and/or
+//	                       lists of values by JSON path; done runs are skipped,
+//	                       checkpointed ones resumed
+//	train aggregate DIR... [-out DIR] [-allow-missing]
+//	                       a sweep's run folders into one CSV, a table of means
+//	                       with 95% intervals over seeds, and figures
 //	train help             this text
 //
 // graph flags (run and eval):
@@ -153,6 +163,58 @@
 //	                       which refuses any edge state already used in the rollout
 //	                       (each refusal costs a step); the mc_* keys describe them
 //
+// train sweep SPEC.json flags:
+//
+//	A spec is one JSON object: "base" (a config file's fields; default the
+//	defaults of train run), "grid" (a JSON path of config.json and its values,
+//	e.g. "train.seed": [1, 2, 3], "graph": [{"W": 3, "K": 3, "L": 2}]; the runs
+//	are every combination), "list" (entries setting several paths at once, e.g.
+//	{"model": "transformer", "transformer.prompt": true}), "lists" (several named
+//	lists, combined with each other) and "out" (the sweep's folder, default
+//	runs/sweeps/<spec name>). A value for an object path ("graph") replaces the
+//	whole object. Run i is always the same run: lists outermost (sorted by
+//	name), then the grid's paths sorted, the last fastest, values in the spec's
+//	order. Each run is resolved like train run's config before any work; its
+//	folder is <slug>-<hash of its resolved config>; sweep.json indexes them.
+//	-out DIR               the sweep's folder (default: the spec's out)
+//	-jobs N                runs trained at once (default: the number of cores). A
+//	                       run's sampling already uses every core: for small graphs
+//	                       (steps of milliseconds) -jobs = cores is fastest; for
+//	                       large sampled runs (the paper's size, the transformer)
+//	                       use 1 or 2 and let each run have the cores
+//	-shard i/n             train only the runs whose index is i modulo n. Without
+//	                       it, a Slurm array task takes SLURM_ARRAY_TASK_ID (of
+//	                       SLURM_ARRAY_TASK_MIN..MAX, or of SLURM_ARRAY_TASK_COUNT)
+//	                       and a Kubernetes Indexed Job pod JOB_COMPLETION_INDEX of
+//	                       TRAIN_SWEEP_SHARDS (the manifest sets it); -shard and
+//	                       those variables together are refused
+//	-dry-run               list the runs: index, state (new, resumable, done,
+//	                       stalled), folder, settings
+//	-print slurm|k8s       print an sbatch job array or a Kubernetes Indexed Job
+//	                       that runs this sweep, and write sweep.json; with -tasks N
+//	                       (default one task per run; fewer: shards), -cpus N (1),
+//	                       -mem M, -parallel N, and for slurm -time, -partition,
+//	                       -binary; for k8s -image, -claim, -mount
+//	A folder of another config is refused; SIGINT or SIGTERM checkpoints every
+//	running run and exits 130 or 143: run the same command again to resume. A
+//	Slurm task warned of its time limit (--signal=B:USR1@120) checkpoints and
+//	requeues itself.
+//
+// train aggregate DIR... flags:
+//
+//	Reads every run folder under the DIRs (several shards' or machines' copies
+//	of the sweep's folder may be given); with sweep.json, its runs are the ones
+//	expected. Writes runs.csv (one row per run per logged step: run, index,
+//	model, trainer, graph, seed, optimizer, lr, rollouts_per_step, baseline,
+//	prompt, every other config path that varies, then every metrics column),
+//	summary.csv and summary.md (per group of runs equal but for the seed: seeds,
+//	mean and 95% Student t interval of the final hitting time, of the steps and
+//	wall seconds to within 5% of the limit, and of the final success rate), and
+//	hitting_time-<graph>.png (mean over seeds with a 95% band).
+//	-out DIR               where to write (default DIR/aggregate)
+//	-allow-missing         exit 0 even if runs are missing, incomplete or stalled;
+//	                       without it they are named and the exit code is 1
+//
 // exit codes: 0 success, 1 failure, 2 bad input (one line naming the field),
 // 130/143 interrupted (checkpoint written).
 //
@@ -166,4 +228,7 @@
 //	train eval -policy sft-limit
 //	train eval -checkpoint runs/fig3-4 -mc 10000 -json
 //	train reproduce all
+//	train sweep docs/sweeps/compare-learners.json -jobs 2
+//	train sweep docs/sweeps/compare-learners.json -print slurm -tasks 20 -time 02:00:00 > sweep.sbatch
+//	train aggregate runs/sweeps/compare-learners
 package main

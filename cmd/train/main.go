@@ -35,6 +35,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		errors.As(err, &in)
 		fmt.Fprintf(stderr, "train: %v\n", err)
 		return 128 + int(in.sig)
+	case errors.As(err, new(signalled)):
+		var sig signalled
+		errors.As(err, &sig)
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		return 128 + int(sig.sig)
 	case errors.As(err, new(usageError)):
 		fmt.Fprintf(stderr, "train: %v\n", err)
 		return 2
@@ -57,9 +62,13 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return runRun(args[1:], stdout, stderr)
 	case "reproduce":
 		return runReproduce(args[1:], stdout, stderr)
+	case "sweep":
+		return runSweep(args[1:], stdout, stderr)
+	case "aggregate":
+		return runAggregate(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, manual)
 		return nil
 	}
-	return usagef("unknown subcommand %q: want run, eval, reproduce or help (no arguments runs the paper's headline experiment)", args[0])
+	return usagef("unknown subcommand %q: want run, eval, reproduce, sweep, aggregate or help (no arguments runs the paper's headline experiment)", args[0])
 }

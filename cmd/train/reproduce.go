@@ -47,7 +47,7 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 			progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish())
 	}
 	start := time.Now()
-	opts := reproduce.Options{Out: *out, Quick: *quick, Docs: *docs,
+	opts := reproduce.Options{Out: *out, Quick: *quick, Docs: *docs, Log: stdout,
 		Started: func(i, n int, name string) {
 			if bar != nil {
 				bar.ChangeMax(n)

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rlvr-backtrack/backtrack/sweep"
+)
+
+func runAggregate(args []string, stdout, stderr io.Writer) error {
+	var dirs []string
+	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		dirs, args = append(dirs, args[0]), args[1:]
+	}
+	fs := newFlagSet("aggregate")
+	out := fs.String("out", "", "folder for runs.csv, summary.csv, summary.md and the figures (default: DIR/aggregate of the first DIR)")
+	allowMissing := fs.Bool("allow-missing", false, "exit 0 even when runs are missing, incomplete or stalled (they are still named)")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if len(dirs) == 0 {
+		return usagef("aggregate: name the sweep folders first: train aggregate DIR... [-out DIR] [-allow-missing]")
+	}
+	if *out == "" {
+		*out = filepath.Join(dirs[0], "aggregate")
+	}
+	c, err := sweep.Collect(dirs)
+	if err != nil {
+		return usagef("aggregate: %v", err)
+	}
+	files, err := c.Write(*out)
+	if err != nil {
+		return err
+	}
+	md, err := os.ReadFile(filepath.Join(*out, "summary.md"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, string(md))
+	fmt.Fprintf(stdout, "\nwrote %s\n", strings.Join(files, ", "))
+	if p := c.Problems(); len(p) > 0 && !*allowMissing {
+		return fmt.Errorf("aggregate: %d of %d runs missing, incomplete or stalled: %s (run the sweep again to finish them, or -allow-missing)",
+			len(p), len(c.Runs), strings.Join(p, "; "))
+	}
+	return nil
+}

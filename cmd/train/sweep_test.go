@@ -1,0 +1,210 @@
+package main
+
+import (
+	"encoding/csv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// smallSweep is 2 seeds x 2 sizes of exact RLVR, a fraction of a second
+// each.
+const smallSweep = `{
+  "base": {"train": {"trainer": "rlvr-exact", "steps": 300, "until": 0.001, "log_every": 5}, "checkpoint_every": 20},
+  "grid": {"train.seed": [1, 2], "graph": [{"W": 2, "K": 2, "L": 2}, {"W": 3, "K": 2, "L": 2}]}
+}`
+
+// writeSpec writes a spec file into a temporary folder.
+func writeSpec(t *testing.T, spec string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "small.json")
+	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// csvWithoutWall reads an aggregate's runs.csv without its wall_seconds
+// column, the one value a resumed or differently scheduled run may change.
+func csvWithoutWall(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := slices.Index(recs[0], "wall_seconds")
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	for _, r := range recs {
+		w.Write(slices.Delete(r, col, col+1))
+	}
+	w.Flush()
+	return b.String()
+}
+
+func mustCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errs := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("train %s: exit %d: %s%s", strings.Join(args, " "), code, out, errs)
+	}
+	return out
+}
+
+// TestSweepJobsEqualsShardProcesses: train sweep -jobs 2 and the same sweep
+// as shards 0/2 and 1/2 in two processes at once aggregate to the same
+// runs.csv (wall seconds aside); a second pass trains nothing.
+func TestSweepJobsEqualsShardProcesses(t *testing.T) {
+	spec := writeSpec(t, smallSweep)
+	base := t.TempDir()
+	pool, shards := filepath.Join(base, "pool"), filepath.Join(base, "shards")
+	mustCLI(t, "sweep", spec, "-out", pool, "-jobs", "2")
+	var procs []*exec.Cmd
+	for _, s := range []string{"0/2", "1/2"} {
+		cmd := trainProcess(t, "sweep", spec, "-out", shards, "-jobs", "1", "-shard", s)
+		cmd.Stdout, cmd.Stderr = new(safeBuffer), new(safeBuffer)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, cmd)
+	}
+	for _, cmd := range procs {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("%v: %v: %s", cmd.Args, err, cmd.Stderr)
+		}
+	}
+	mustCLI(t, "aggregate", pool)
+	mustCLI(t, "aggregate", shards)
+	a := csvWithoutWall(t, filepath.Join(pool, "aggregate", "runs.csv"))
+	b := csvWithoutWall(t, filepath.Join(shards, "aggregate", "runs.csv"))
+	if a != b || strings.Count(a, "\n") < 100 {
+		t.Errorf("runs.csv of -jobs 2 and of two shard processes differ (%d and %d bytes)", len(a), len(b))
+	}
+	if out := mustCLI(t, "sweep", spec, "-out", pool); !contains(out, "0 trained, 4 already done, 0 interrupted, 0 failed") {
+		t.Errorf("second pass: %q, want nothing trained", out)
+	}
+}
+
+// TestSweepBadInput: a bad spec or shard exits 2 with one line naming the
+// field.
+func TestSweepBadInput(t *testing.T) {
+	for _, c := range []struct {
+		name, spec string
+		args, env  []string
+		want       string
+	}{
+		{"unknown path", `{"grid": {"train.sed": [1]}}`, nil, nil, `grid "train.sed": unknown path`},
+		{"empty grid", `{"grid": {}}`, nil, nil, "grid is empty"},
+		{"duplicate keys", `{"grid": {"train.seed": [1]}, "grid": {}}`, nil, nil, "grid: duplicate key"},
+		{"refused type", `{"grid": {"train.steps": [10, 2.5]}}`, nil, nil, `grid "train.steps" value 2 (2.5): `},
+		{"refused value", `{"grid": {"train.optimizer.name": ["adam", "rmsprop"]}}`, nil, nil, `run 1 (train.optimizer.name=rmsprop): nn: optimizer "rmsprop": want sign, sgd or adam`},
+		{"bad combination", `{"grid": {"model": ["transformer"]}}`, nil, nil, "run 0 (model=transformer): trainers: model transformer trains with"},
+		{"shard out of range", smallSweep, []string{"-shard", "2/2"}, nil, "-shard 2/2: want 0 <= i < n"},
+		{"malformed shard", smallSweep, []string{"-shard", "1"}, nil, `-shard "1": want i/n`},
+		{"shard and env", smallSweep, []string{"-shard", "0/2"}, []string{"SLURM_ARRAY_TASK_ID", "1", "SLURM_ARRAY_TASK_COUNT", "2"}, "-shard 0/2 and SLURM_ARRAY_TASK_ID=1 are both given"},
+		{"k8s without count", smallSweep, nil, []string{"JOB_COMPLETION_INDEX", "1"}, "TRAIN_SWEEP_SHARDS is not set"},
+		{"env out of range", smallSweep, nil, []string{"SLURM_ARRAY_TASK_ID", "5", "SLURM_ARRAY_TASK_MIN", "0", "SLURM_ARRAY_TASK_MAX", "3"}, "SLURM_ARRAY_TASK_ID=5: want 0 <= i < n"},
+		{"unknown print", smallSweep, []string{"-print", "pbs"}, nil, `-print "pbs": want slurm or k8s`},
+		{"no spec", "", []string{"-jobs", "2"}, nil, "name the spec file first"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for i := 0; i < len(c.env); i += 2 {
+				t.Setenv(c.env[i], c.env[i+1])
+			}
+			args := []string{"sweep"}
+			if c.spec != "" {
+				args = append(args, writeSpec(t, c.spec), "-out", t.TempDir(), "-dry-run")
+			}
+			code, _, errs := runCLI(t, append(args, c.args...)...)
+			if code != 2 || !contains(errs, c.want) || strings.Count(errs, "\n") != 1 {
+				t.Errorf("exit %d, stderr %q; want 2 and one line with %q", code, errs, c.want)
+			}
+		})
+	}
+}
+
+// TestSweepSIGINTResumes interrupts a sweep process with SIGINT: it exits
+// 130, every unfinished run is resumable, and running the sweep again
+// finishes them with the metrics of an uninterrupted sweep.
+func TestSweepSIGINTResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several seconds")
+	}
+	spec := writeSpec(t, `{
+  "base": {"graph": {"W": 15, "K": 15, "L": 5}, "train": {"trainer": "rlvr-exact", "optimizer": {"name": "adam", "lr": 0.02}, "steps": 300, "until": 0, "log_every": 1}, "checkpoint_every": 7},
+  "grid": {"train.seed": [1, 2, 3]}
+}`)
+	base := t.TempDir()
+	whole, cut := filepath.Join(base, "whole"), filepath.Join(base, "cut")
+	mustCLI(t, "sweep", spec, "-out", whole, "-jobs", "2")
+	cmd := trainProcess(t, "sweep", spec, "-out", cut, "-jobs", "2")
+	var stdout, stderr safeBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want 130; stdout %q stderr %q", err, stdout.String(), stderr.String())
+	}
+	if !contains(stderr.String(), "run the same command again to resume") {
+		t.Errorf("stderr %q does not say how to resume", stderr.String())
+	}
+	dry := mustCLI(t, "sweep", spec, "-out", cut, "-dry-run")
+	if !contains(dry, "resumable") {
+		t.Errorf("after SIGINT no run is resumable:\n%s", dry)
+	}
+	out := mustCLI(t, "sweep", spec, "-out", cut, "-jobs", "2")
+	if !contains(out, "resumed, done") {
+		t.Errorf("second pass resumed nothing:\n%s", out)
+	}
+	mustCLI(t, "aggregate", whole)
+	mustCLI(t, "aggregate", cut)
+	if a, b := csvWithoutWall(t, filepath.Join(whole, "aggregate", "runs.csv")), csvWithoutWall(t, filepath.Join(cut, "aggregate", "runs.csv")); a != b || len(a) < 1000 {
+		t.Errorf("interrupted and resumed sweep differs from the uninterrupted one (%d and %d bytes)", len(b), len(a))
+	}
+}
+
+// TestAggregateNamesFailedRuns: a run without summary.json and a stalled
+// run are named, and aggregate exits 1 unless -allow-missing.
+func TestAggregateNamesFailedRuns(t *testing.T) {
+	spec := writeSpec(t, smallSweep)
+	out := filepath.Join(t.TempDir(), "sweep")
+	mustCLI(t, "sweep", spec, "-out", out)
+	dirs, _ := filepath.Glob(filepath.Join(out, "rlvr-exact-*"))
+	if len(dirs) != 4 {
+		t.Fatalf("%d run folders, want 4", len(dirs))
+	}
+	if err := os.Remove(filepath.Join(dirs[0], "summary.json")); err != nil {
+		t.Fatal(err)
+	}
+	stalled := filepath.Join(dirs[1], "summary.json")
+	data, err := os.ReadFile(stalled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(stalled, []byte(strings.Replace(string(data), `"stalled": false`, `"stalled": true`, 1)), 0o644)
+	code, stdout, errs := runCLI(t, "aggregate", out)
+	first, second := filepath.Base(dirs[0]), filepath.Base(dirs[1])
+	if code != 1 || !contains(errs, "2 of 4 runs missing, incomplete or stalled") || !contains(errs, first+"): incomplete: no summary.json") || !contains(errs, second+"): stalled at step") {
+		t.Errorf("exit %d, stderr %q; want 1 naming %s and %s", code, errs, first, second)
+	}
+	if !contains(stdout, "| 0 of 2 |") || !contains(stdout, "**2 runs do not count**") {
+		t.Errorf("summary does not show the missing seeds:\n%s", stdout)
+	}
+	if code, _, errs := runCLI(t, "aggregate", out, "-allow-missing"); code != 0 {
+		t.Errorf("-allow-missing: exit %d: %s", code, errs)
+	}
+}

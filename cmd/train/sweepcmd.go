@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/rlvr-backtrack/backtrack/experiment"
+	"github.com/rlvr-backtrack/backtrack/sweep"
+)
+
+// signalled reports a command stopped by SIGINT or SIGTERM after its runs
+// wrote their checkpoints; main exits 128+signal.
+type signalled struct {
+	sig syscall.Signal
+	msg string
+}
+
+func (e signalled) Error() string { return e.msg }
+
+// sweepArgs is what train sweep's command line asks for.
+type sweepArgs struct {
+	spec, out, shard, print string
+	jobs                    int
+	dryRun                  bool
+	cluster                 sweep.Cluster
+}
+
+// specArg splits a subcommand's leading positional argument from its flags.
+func specArg(name string, args []string) (string, []string, error) {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if findFlag(args, "h") != "" || len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			return "", args, nil
+		}
+		return "", nil, usagef("%s: name the spec file first: train %s SPEC.json [flags] (see train %s -h)", name, name, name)
+	}
+	return args[0], args[1:], nil
+}
+
+func runSweep(args []string, stdout, stderr io.Writer) error {
+	specPath, rest, err := specArg("sweep", args)
+	if err != nil {
+		return err
+	}
+	a := sweepArgs{spec: specPath}
+	fs := newFlagSet("sweep")
+	fs.StringVar(&a.out, "out", "", "the sweep's folder (default: the spec's out, else runs/sweeps/<spec name>)")
+	fs.IntVar(&a.jobs, "jobs", 0, "runs trained at once (default: the number of cores; see the manual)")
+	fs.StringVar(&a.shard, "shard", "", "train shard i/n only: the runs whose index is i modulo n (default: from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX, else all)")
+	fs.BoolVar(&a.dryRun, "dry-run", false, "list the runs (index, state, folder, settings) and train nothing")
+	fs.StringVar(&a.print, "print", "", "print a submission script instead of training: slurm (an sbatch job array) or k8s (an Indexed Job)")
+	c := &a.cluster
+	fs.StringVar(&c.Binary, "binary", "", "-print: the train binary the tasks run (default: this binary; k8s: train)")
+	fs.IntVar(&c.Tasks, "tasks", 0, "-print: array tasks, each a shard of the runs (default: one per run)")
+	fs.IntVar(&c.CPUs, "cpus", 1, "-print: cores per task (each task trains that many runs at once)")
+	fs.StringVar(&c.Mem, "mem", "", "-print: memory per task (slurm: e.g. 4G; k8s: e.g. 4Gi; default: the engine's)")
+	fs.StringVar(&c.Time, "time", "", "-print slurm: time limit per task, e.g. 02:00:00 (default: the partition's)")
+	fs.StringVar(&c.Partition, "partition", "", "-print slurm: partition (default: the cluster's)")
+	fs.IntVar(&c.Parallel, "parallel", 0, "-print: tasks running at once (default: no cap)")
+	fs.StringVar(&c.Image, "image", "backtrack-train:latest", "-print k8s: container image holding the train binary")
+	fs.StringVar(&c.Claim, "claim", "sweep", "-print k8s: persistent volume claim holding the spec and the run folders")
+	fs.StringVar(&c.Mount, "mount", "/sweep", "-print k8s: where the claim is mounted")
+	if err := parse(fs, rest, stdout); err != nil {
+		return err
+	}
+	if a.spec == "" {
+		return usagef("sweep: name the spec file first: train sweep SPEC.json [flags]")
+	}
+	p, err := loadPlan("sweep", a.spec, a.out)
+	if err != nil {
+		return err
+	}
+	if a.print != "" {
+		return printCluster(stdout, p, a)
+	}
+	if a.jobs < 0 {
+		return usagef("sweep: -jobs %d: want >= 1 (0: the number of cores)", a.jobs)
+	}
+	shard, source, err := chooseShard(a.shard, os.Getenv)
+	if err != nil {
+		return err
+	}
+	states, err := p.Check(shard)
+	if err != nil {
+		return usagef("sweep: %v", err)
+	}
+	todo := p.Shard(shard)
+	fmt.Fprintf(stdout, "sweep %s: %d runs in %s%s: %s\n", p.Spec.Name, len(p.Runs), p.Out, shardNote(shard, source, len(todo)), countStates(states))
+	if a.dryRun {
+		for i, r := range todo {
+			fmt.Fprintf(stdout, "%4d  %-9s  %s  %s\n", r.Index, states[i], r.Dir, r.Describe())
+		}
+		return nil
+	}
+	return executeSweep(stdout, p, sweep.Options{Jobs: a.jobs, Shard: shard})
+}
+
+// loadPlan reads and expands a spec; every error is bad input.
+func loadPlan(cmd, specPath, out string) (*sweep.Plan, error) {
+	data, err := os.ReadFile(specPath)
+	if err != nil {
+		return nil, usagef("%s: %v", cmd, err)
+	}
+	name := strings.TrimSuffix(filepath.Base(specPath), filepath.Ext(specPath))
+	s, err := sweep.ParseSpec(data, name)
+	if err != nil {
+		return nil, usagef("%s: %s: %v", cmd, specPath, err)
+	}
+	p, err := s.Expand(out)
+	if err != nil {
+		return nil, usagef("%s: %s: %v", cmd, specPath, err)
+	}
+	return p, nil
+}
+
+// chooseShard takes -shard or the job array's environment, not both.
+func chooseShard(flagValue string, getenv func(string) string) (sweep.Shard, string, error) {
+	env, source, inArray, err := sweep.ShardFromEnv(getenv)
+	if flagValue != "" {
+		if inArray {
+			if source == "" {
+				source = "a job-array variable"
+			}
+			return sweep.Shard{}, "", usagef("sweep: -shard %s and %s are both given: give one (inside a job array the shard comes from the environment)", flagValue, source)
+		}
+		s, err := sweep.ParseShard(flagValue)
+		if err != nil {
+			return s, "", usagef("sweep: -%v", err)
+		}
+		return s, "-shard", nil
+	}
+	if err != nil {
+		return env, "", usagef("sweep: %v", err)
+	}
+	return env, source, nil
+}
+
+func shardNote(s sweep.Shard, source string, n int) string {
+	if s == sweep.All {
+		return ""
+	}
+	return fmt.Sprintf(", shard %s (%s) of %d runs", s, source, n)
+}
+
+func countStates(states []sweep.State) string {
+	counts := map[sweep.State]int{}
+	for _, st := range states {
+		counts[st]++
+	}
+	var parts []string
+	for _, st := range []sweep.State{sweep.Done, sweep.Stalled, sweep.Resumable, sweep.New} {
+		if counts[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
+		}
+	}
+	if len(parts) == 0 {
+		return "no runs"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// executeSweep trains the plan with SIGINT and SIGTERM turned into
+// checkpoints and an exit code, one line (or a bar step) per finished run.
+func executeSweep(stdout io.Writer, p *sweep.Plan, opts sweep.Options) error {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	got := make(chan syscall.Signal, 1)
+	go func() {
+		select {
+		case s := <-sigs:
+			got <- s.(syscall.Signal)
+			stop()
+		case <-ctx.Done():
+		}
+	}()
+	var bar *progressbar.ProgressBar
+	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = progressbar.NewOptions(len(p.Shard(opts.Shard)), progressbar.OptionSetWriter(stdout), progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(30), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
+	}
+	start := time.Now()
+	opts.Finished = func(done, total int, res sweep.Result) {
+		if bar != nil {
+			bar.Clear() // the run's line goes above the bar
+		}
+		fmt.Fprintf(stdout, "[%d/%d] run %d %s: %s\n", done, total, res.Run.Index, res.Run.Name, resultLine(res))
+		if bar != nil {
+			bar.Add(1)
+		}
+	}
+	rep, err := sweep.Execute(ctx, p, opts)
+	if bar != nil {
+		bar.Finish()
+	}
+	skipped, trained, interrupted, failed := rep.Counts()
+	fmt.Fprintf(stdout, "sweep %s: %d trained, %d already done, %d interrupted, %d failed in %.1fs; runs in %s\n",
+		p.Spec.Name, trained, skipped, interrupted, failed, time.Since(start).Seconds(), p.Out)
+	switch {
+	case errors.Is(err, sweep.ErrInterrupted):
+		sig := <-got
+		return signalled{sig, fmt.Sprintf("interrupted by %v: %d running runs wrote their checkpoints; run the same command again to resume", sig, interrupted)}
+	case experiment.IsInput(err):
+		return usagef("sweep: %v", err)
+	}
+	return err
+}
+
+// resultLine says what became of a run.
+func resultLine(res sweep.Result) string {
+	var in *experiment.Interrupted
+	switch {
+	case errors.As(res.Err, &in):
+		return fmt.Sprintf("interrupted at step %d, checkpoint written", in.Step)
+	case res.Err != nil:
+		return fmt.Sprintf("failed: %v", res.Err)
+	case res.Summary.Out == "":
+		return "not started"
+	}
+	s := res.Summary
+	verb := "done"
+	switch {
+	case res.Before == sweep.Stalled:
+		verb = "stalled before, skipped"
+	case res.Skipped():
+		verb = "done before, skipped"
+	case res.Before == sweep.Resumable:
+		verb = "resumed, done"
+	}
+	h := experiment.FormatNumber(experiment.Value(s.FinalHittingTime))
+	if s.FinalCI95 != nil {
+		h += fmt.Sprintf(" ± %.3g", *s.FinalCI95)
+	}
+	return fmt.Sprintf("%s: hitting time %s (limit %s) after %d steps (stop: %s), %.1fs", verb, h, experiment.FormatNumber(experiment.Value(s.LimitHittingTime)), s.Steps, s.StopReason, s.WallSeconds)
+}
+
+// printCluster prints a submission script for the plan and writes its
+// index into the sweep's folder (where the tasks' logs go).
+func printCluster(stdout io.Writer, p *sweep.Plan, a sweepArgs) error {
+	c := a.cluster
+	if c.CPUs < 1 || c.Tasks < 0 || c.Parallel < 0 {
+		return usagef("sweep: -cpus %d, -tasks %d, -parallel %d: want -cpus >= 1, the others >= 0", c.CPUs, c.Tasks, c.Parallel)
+	}
+	switch a.print {
+	case "slurm":
+		var err error
+		if c.Binary == "" {
+			if c.Binary, err = os.Executable(); err != nil {
+				return err
+			}
+			if strings.Contains(c.Binary, "go-build") {
+				return usagef("sweep: -print slurm: this binary (%s) is go run's temporary build: build one (go build -o train ./cmd/train) or give -binary", c.Binary)
+			}
+		}
+		if c.Binary, err = filepath.Abs(c.Binary); err != nil {
+			return err
+		}
+		if c.Spec, err = filepath.Abs(a.spec); err != nil {
+			return err
+		}
+		if c.Dir, err = os.Getwd(); err != nil {
+			return err
+		}
+		if p.Out, err = filepath.Abs(p.Out); err != nil {
+			return err
+		}
+		if err := p.WriteIndex(); err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, sweep.SlurmScript(p, c))
+	case "k8s":
+		if c.Binary == "" {
+			c.Binary = "train"
+		}
+		c.Spec = a.spec
+		fmt.Fprint(stdout, sweep.KubernetesJob(p, c))
+	default:
+		return usagef("sweep: -print %q: want slurm or k8s", a.print)
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package sweep
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/rlvr-backtrack/backtrack/experiment"
+	"github.com/rlvr-backtrack/backtrack/figures"
+	"github.com/rlvr-backtrack/backtrack/tasks"
+)
+
+// writeFigures draws, per graph, each group's hitting time against the step:
+// the mean over its seeds with a 95% band. A run that stopped early keeps
+// its last value at later steps.
+func writeFigures(dir string, groups []*Group, label []string) ([]string, error) {
+	var graphs []string
+	byGraph := map[string][]*Group{}
+	for _, g := range groups {
+		name := g.Fields["graph"]
+		if _, ok := byGraph[name]; !ok {
+			graphs = append(graphs, name)
+		}
+		byGraph[name] = append(byGraph[name], g)
+	}
+	var files []string
+	for _, graph := range graphs {
+		var bands []figures.Band
+		limits := map[float64]bool{}
+		for _, g := range byGraph[graph] {
+			band := curve(g)
+			if len(band.X) == 0 {
+				continue
+			}
+			var parts []string
+			for _, col := range label {
+				if col != "graph" {
+					parts = append(parts, g.Fields[col])
+				}
+			}
+			if len(parts) == 0 {
+				parts = []string{g.Fields["model"], g.Fields["trainer"]}
+			}
+			band.Name = fmt.Sprintf("%s (%d seeds)", strings.Join(parts, " "), g.Counted)
+			bands = append(bands, band)
+			if !math.IsNaN(g.Limit) && g.Limit > 0 {
+				limits[g.Limit] = true
+			}
+		}
+		if len(bands) == 0 {
+			continue
+		}
+		var lines []figures.Theory
+		for l := range limits {
+			lines = append(lines, figures.Theory{Y: l, Label: "limit " + experiment.FormatNumber(l)})
+		}
+		sort.Slice(lines, func(i, j int) bool { return lines[i].Y < lines[j].Y })
+		path := filepath.Join(dir, "hitting_time-"+graphSlug(byGraph[graph][0].Runs[0].Config.Graph)+".png")
+		if err := figures.Bands(path, "Hitting time over seeds (mean, 95% band), graph "+graph, "training step",
+			"hitting time (transitions, log scale)", true, bands, lines); err != nil {
+			return files, err
+		}
+		files = append(files, path)
+	}
+	return files, nil
+}
+
+// curve is a group's hitting time against the step over its counted
+// runs: at each step logged by any run, the mean and 95% interval over
+// the runs that have reached that step (a finished run keeps its last
+// value).
+func curve(g *Group) figures.Band {
+	var series [][2][]float64
+	steps := map[float64]bool{}
+	for _, r := range g.Runs {
+		if r.Problem != "" {
+			continue
+		}
+		s, h := r.Metrics.Column("step"), r.Metrics.Column("hitting_time")
+		series = append(series, [2][]float64{s, h})
+		for _, x := range s {
+			steps[x] = true
+		}
+	}
+	var xs []float64
+	for x := range steps {
+		xs = append(xs, x)
+	}
+	sort.Float64s(xs)
+	var band figures.Band
+	for _, x := range xs {
+		var vals []float64
+		for _, sh := range series {
+			k := sort.SearchFloat64s(sh[0], x+0.5) - 1 // the last row at or before x
+			if k >= 0 {
+				vals = append(vals, sh[1][k])
+			}
+		}
+		e := Mean95(vals)
+		if e.N == 0 {
+			continue
+		}
+		ci := e.CI95
+		if math.IsNaN(ci) {
+			ci = 0
+		}
+		band.X, band.Mean = append(band.X, x), append(band.Mean, e.Mean)
+		band.Lo, band.Hi = append(band.Lo, e.Mean-ci), append(band.Hi, e.Mean+ci)
+	}
+	return band
+}
+
+// graphSlug names a graph in a file name: W3K3L2, or branches-2.2.3_5.1 for
+// a heterogeneous one (as run folders do).
+func graphSlug(g tasks.Config) string {
+	if w, k, l, ok := g.Homogeneous(); ok {
+		return fmt.Sprintf("W%dK%dL%d", w, k, l)
+	}
+	return "branches-" + strings.NewReplacer(";", "_", ",", ".").Replace(tasks.FormatBranches(g.Branches))
+}

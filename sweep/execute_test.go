@@ -1,0 +1,168 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// plan expands the small sweep into dir.
+func plan(t *testing.T, spec, dir string) *Plan {
+	t.Helper()
+	s, err := ParseSpec([]byte(spec), "small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Expand(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// metricsWithoutWall reads every run's metrics.csv and abcd.csv without
+// the wall_seconds column, keyed by run folder name.
+func metricsWithoutWall(t *testing.T, p *Plan) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, r := range p.Runs {
+		for _, f := range []string{"metrics.csv", "abcd.csv"} {
+			data, err := os.ReadFile(filepath.Join(r.Dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(string(data), "\n")
+			col := slices.Index(strings.Split(lines[0], ","), "wall_seconds")
+			for i, l := range lines {
+				if fs := strings.Split(l, ","); col >= 0 && len(fs) > col {
+					lines[i] = strings.Join(slices.Delete(fs, col, col+1), ",")
+				}
+			}
+			out[r.Name+"/"+f] = strings.Join(lines, "\n")
+		}
+	}
+	return out
+}
+
+func sameMetrics(t *testing.T, what string, a, b map[string]string) {
+	t.Helper()
+	if len(a) != len(b) || len(a) == 0 {
+		t.Fatalf("%s: %d files against %d", what, len(a), len(b))
+	}
+	for k, v := range a {
+		if b[k] != v || len(v) < 50 {
+			t.Errorf("%s: %s differs (%d bytes against %d)", what, k, len(b[k]), len(v))
+		}
+	}
+}
+
+// TestJobsShardsAndRerun: the sweep gives the same metrics, bit for bit
+// but for wall_seconds, run by two workers or as shards 0/2 and 1/2; a
+// second pass does no work.
+func TestJobsShardsAndRerun(t *testing.T) {
+	base := t.TempDir()
+	pool := plan(t, small, filepath.Join(base, "pool"))
+	rep, err := Execute(context.Background(), pool, Options{Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, trained, _, _ := rep.Counts(); trained != 4 {
+		t.Errorf("trained %d runs, want 4", trained)
+	}
+	shards := plan(t, small, filepath.Join(base, "shards"))
+	for i := range 2 {
+		rep, err := Execute(context.Background(), shards, Options{Jobs: 1, Shard: Shard{i, 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Results) != 2 || rep.Results[0].Run.Index != i || rep.Results[1].Run.Index != i+2 {
+			t.Errorf("shard %d/2 ran %v, want runs %d and %d", i, rep.Results, i, i+2)
+		}
+	}
+	sameMetrics(t, "jobs 2 against shards", metricsWithoutWall(t, pool), metricsWithoutWall(t, shards))
+	var started int
+	rep, err = Execute(context.Background(), pool, Options{Jobs: 2, Started: func(Run, State) { started++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skipped, trained, _, _ := rep.Counts(); skipped != 4 || trained != 0 || started != 0 {
+		t.Errorf("rerun: skipped %d, trained %d, started %d; want 4, 0, 0", skipped, trained, started)
+	}
+	for _, res := range rep.Results {
+		if res.Summary.FinalHittingTime == nil {
+			t.Errorf("rerun: run %d has no summary", res.Run.Index)
+		}
+	}
+}
+
+// TestInterruptResumes cancels a sweep after some steps: every unfinished
+// run has a checkpoint, and the next pass resumes them all to the metrics
+// of an uninterrupted sweep.
+func TestInterruptResumes(t *testing.T) {
+	base := t.TempDir()
+	whole := plan(t, small, filepath.Join(base, "whole"))
+	if _, err := Execute(context.Background(), whole, Options{Jobs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	cut := plan(t, small, filepath.Join(base, "cut"))
+	ctx, cancel := context.WithCancel(context.Background())
+	var steps atomic.Int64
+	opts := Options{Jobs: 2}
+	opts.Run.AfterStep = func(int) {
+		if steps.Add(1) == 30 {
+			cancel()
+		}
+	}
+	rep, err := Execute(ctx, cut, opts)
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("got %v, want ErrInterrupted", err)
+	}
+	if _, _, interrupted, _ := rep.Counts(); interrupted != 2 {
+		t.Errorf("%d runs interrupted, want 2 (one per worker)", interrupted)
+	}
+	states, err := cut.Check(All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []State{Resumable, Resumable, New, New}; !slices.Equal(states, want) {
+		t.Errorf("states after the interruption %v, want %v", states, want)
+	}
+	var resumed int
+	rep, err = Execute(context.Background(), cut, Options{Jobs: 2, Started: func(_ Run, st State) {
+		if st == Resumable {
+			resumed++
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, trained, _, _ := rep.Counts(); trained != 4 || resumed != 2 {
+		t.Errorf("second pass trained %d (resumed %d), want 4 (2)", trained, resumed)
+	}
+	sameMetrics(t, "interrupted and resumed against whole", metricsWithoutWall(t, whole), metricsWithoutWall(t, cut))
+}
+
+// TestOtherConfigRefused: a run folder holding another configuration stops
+// the sweep before any work.
+func TestOtherConfigRefused(t *testing.T) {
+	p := plan(t, small, t.TempDir())
+	r := p.Runs[1]
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := p.Runs[0].Config
+	data := mustMarshal(other)
+	if err := os.WriteFile(filepath.Join(r.Dir, "config.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	started := 0
+	_, err := Execute(context.Background(), p, Options{Started: func(Run, State) { started++ }})
+	if err == nil || !strings.Contains(err.Error(), "run 1: folder "+r.Dir+" holds another configuration") || started != 0 {
+		t.Errorf("got %v after %d runs started, want run 1 refused before any", err, started)
+	}
+}

@@ -1,0 +1,193 @@
+package sweep
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/rlvr-backtrack/backtrack/experiment"
+)
+
+// Run is one run of a sweep.
+type Run struct {
+	// Index is the run's place in the expansion: the lists outermost
+	// (sorted by name, each in the spec's order), then the grid's paths in
+	// sorted order, the last path fastest, each path's values in the
+	// spec's order.
+	Index int
+	// Name is the run's folder name: a readable slug and Hash.
+	Name string
+	// Dir is the run folder, under the sweep's folder.
+	Dir string
+	// Settings are the values the spec gives this run, sorted by path.
+	Settings []Setting
+	// Config is the resolved configuration, Out = Dir.
+	Config experiment.Config
+	// Hash is a short hash of the resolved configuration without its
+	// folder (Identity).
+	Hash string
+}
+
+// Plan is an expanded spec: every run, in index order.
+type Plan struct {
+	Spec *Spec
+	Out  string // the sweep's folder
+	Runs []Run
+}
+
+// DefaultOut is the sweep's folder when neither the spec nor the command
+// names one.
+func DefaultOut(name string) string { return filepath.Join("runs", "sweeps", name) }
+
+// MaxRuns bounds a sweep's size: a spec of more runs is refused before
+// they are listed.
+const MaxRuns = 100000
+
+// Size is the number of runs the spec expands to (MaxRuns+1 when more).
+func (s *Spec) Size() int {
+	n := 1
+	for _, l := range s.Lists {
+		n = min(n*len(l.Entries), MaxRuns+1)
+	}
+	for _, a := range s.Grid {
+		n = min(n*len(a.Values), MaxRuns+1)
+	}
+	return n
+}
+
+// Expand lists the runs of the spec into the folder out ("": the spec's
+// out, else DefaultOut). Every run is resolved (experiment.Config.Resolve); a
+// combination the configuration refuses, or two runs with the same
+// resolved configuration, are errors that name the run's index.
+func (s *Spec) Expand(out string) (*Plan, error) {
+	if out == "" {
+		out = s.Out
+	}
+	if out == "" {
+		out = DefaultOut(s.Name)
+	}
+	if n := s.Size(); n > MaxRuns {
+		return nil, fmt.Errorf("more than %d runs: split the sweep into several specs", MaxRuns)
+	}
+	base, err := toTree(s.Base)
+	if err != nil {
+		return nil, err
+	}
+	// Every list and every grid path is one digit of a mixed-radix number:
+	// the lists first (sorted by name), then the grid's paths, the last
+	// fastest.
+	var digits [][][]Setting // each digit's options
+	for _, l := range s.Lists {
+		var d [][]Setting
+		for _, e := range l.Entries {
+			d = append(d, e)
+		}
+		digits = append(digits, d)
+	}
+	for _, a := range s.Grid {
+		var d [][]Setting
+		for _, v := range a.Values {
+			d = append(d, []Setting{{a.Path, v}})
+		}
+		digits = append(digits, d)
+	}
+	total := 1
+	for _, d := range digits {
+		total *= len(d)
+	}
+	p := &Plan{Spec: s, Out: out}
+	seen := map[string]int{}
+	for k := range total {
+		var settings []Setting
+		rest := k
+		for i := len(digits) - 1; i >= 0; i-- {
+			d := digits[i]
+			settings = append(settings, d[rest%len(d)]...)
+			rest /= len(d)
+		}
+		// Sorted by path, an object comes before its fields: "graph"
+		// then "graph.L".
+		sort.SliceStable(settings, func(i, j int) bool { return settings[i].Path < settings[j].Path })
+		index := len(p.Runs)
+		where := fmt.Sprintf("run %d (%s)", index, describe(settings))
+		cfg, err := apply(base, settings)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
+		}
+		if cfg, err = cfg.Resolve(); err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
+		}
+		id, hash := Identity(cfg)
+		if j, ok := seen[id]; ok {
+			return nil, fmt.Errorf("%s: the same resolved configuration as run %d: every run of a sweep must differ", where, j)
+		}
+		seen[id] = index
+		name := slug(cfg, settings) + "-" + hash
+		cfg.Out = filepath.Join(out, name)
+		p.Runs = append(p.Runs, Run{Index: index, Name: name, Dir: cfg.Out, Settings: settings, Config: cfg, Hash: hash})
+	}
+	return p, nil
+}
+
+// Identity is a resolved configuration without its folder, as canonical
+// JSON, and its short hash (8 hex digits of SHA-256): what makes two runs
+// the same run wherever their folders are.
+func Identity(c experiment.Config) (id, hash string) {
+	c.Out = ""
+	data := mustMarshal(c)
+	sum := sha256.Sum256(data)
+	return string(data), hex.EncodeToString(sum[:4])
+}
+
+// describe prints settings as path=value, space-separated.
+func describe(settings []Setting) string {
+	parts := make([]string, len(settings))
+	for i, s := range settings {
+		parts[i] = s.Path + "=" + plain(s.Value)
+	}
+	return strings.Join(parts, " ")
+}
+
+// named are the paths experiment.Config.Name already shows.
+var named = map[string]bool{"model": true, "train.trainer": true, "graph": true, "graph.W": true, "graph.K": true,
+	"graph.L": true, "graph.branches": true, "train.seed": true, "transformer.prompt": true,
+	"train.supervised_backward": true, "train.distill_traces": true}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._=+-]+`)
+
+// slug is a readable folder name: experiment.Config.Name, then every other path
+// the spec sets for this run as key=value (its last key), cut to a sane
+// length; the hash that follows it keeps names unique.
+func slug(c experiment.Config, settings []Setting) string {
+	parts := []string{c.Name()}
+	for _, s := range settings {
+		if named[s.Path] {
+			continue
+		}
+		parts = append(parts, s.Path[strings.LastIndex(s.Path, ".")+1:]+"="+plain(s.Value))
+	}
+	name := unsafeChars.ReplaceAllString(strings.Join(parts, "-"), "_")
+	if len(name) > 100 {
+		name = name[:100]
+	}
+	return strings.Trim(name, "_-.")
+}
+
+// Keep narrows the plan to the runs keep accepts; they keep their indices,
+// so a narrowed plan's runs and folders are the full plan's.
+func (p *Plan) Keep(keep func(Run) bool) {
+	var kept []Run
+	for _, r := range p.Runs {
+		if keep(r) {
+			kept = append(kept, r)
+		}
+	}
+	p.Runs = kept
+}
+
+// Describe prints the run's settings as path=value, space-separated.
+func (r Run) Describe() string { return describe(r.Settings) }

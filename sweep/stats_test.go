@@ -1,0 +1,35 @@
+package sweep
+
+import (
+	"math"
+	"testing"
+)
+
+// TestStudentT975 against published quantiles t_{0.975, df}.
+func TestStudentT975(t *testing.T) {
+	for _, c := range []struct {
+		df   int
+		want float64
+	}{{1, 12.706204736}, {2, 4.302652730}, {3, 3.182446305}, {4, 2.776445105}, {9, 2.262157163},
+		{29, 2.045229642}, {100, 1.983971519}, {100000, 1.9599877}} { // the last: z + (z^3 + z)/(4 df)
+		if got := StudentT975(c.df); math.Abs(got-c.want) > 1e-6 {
+			t.Errorf("df %d: got %.9f, want %.9f", c.df, got, c.want)
+		}
+	}
+}
+
+// TestMean95: a hand-computed interval; NaN values are left out; one value
+// has no interval.
+func TestMean95(t *testing.T) {
+	e := Mean95([]float64{1, 2, 3, 4, 5, math.NaN()})
+	// mean 3, sd sqrt(2.5), t_{0.975,4} = 2.776445105
+	if want := 2.776445105 * math.Sqrt(2.5) / math.Sqrt(5); e.N != 5 || e.Mean != 3 || math.Abs(e.CI95-want) > 1e-8 {
+		t.Errorf("got %+v, want N 5, mean 3, ci95 %.9f", e, want)
+	}
+	if e := Mean95([]float64{7}); e.N != 1 || e.Mean != 7 || !math.IsNaN(e.CI95) {
+		t.Errorf("one value: got %+v", e)
+	}
+	if e := Mean95(nil); e.N != 0 || !math.IsNaN(e.Mean) {
+		t.Errorf("no value: got %+v", e)
+	}
+}
