@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
@@ -22,11 +23,23 @@ type Agent interface {
 	Next(s int, rng *rand.Rand) (entry int, logp float64, err error)
 }
 
+// RowAgent is an Agent that also reports the log-probabilities of the
+// whole row its last transition was drawn from: one per valid next state
+// of the state it left, in CSR order.
+type RowAgent interface {
+	Agent
+	LastRow() []float64
+}
+
 // AgentBatch is a Batch of agent rollouts with each transition's
-// log-probability under the agent when it was sampled.
+// log-probability under the agent when it was sampled, and, when the
+// agents are RowAgents, the log-probabilities of every transition's whole
+// row: Rows holds them back to back, transition t's row taking as many
+// values as its state has valid next states.
 type AgentBatch struct {
 	Batch
 	LogProbs []float64 // one per entry of Entries
+	Rows     []float64 // nil unless the agents are RowAgents
 }
 
 // AgentRollouts draws n rollouts of agents made by newAgent (one per
@@ -35,23 +48,103 @@ type AgentBatch struct {
 // cores. A rollout stops at its target or after horizon transitions
 // (horizon must be >= 1: an agent may never reach its target).
 func AgentRollouts(ctx context.Context, g *tasks.Graph, newAgent func() (Agent, error), n, horizon int, seed uint64) (*AgentBatch, error) {
+	return new(Buffers).AgentRollouts(ctx, g, newAgent, n, horizon, seed)
+}
+
+// Buffers keeps the memory of agent rollouts from one batch to the next: a
+// trainer drawing millions of transitions per step reuses it instead of
+// growing fresh slices each time (at the paper's size growing and copying
+// them took a fifth of a transformer's step). The zero value is ready.
+type Buffers struct {
+	workers []*agentWorker
+	batch   AgentBatch
+}
+
+// agentWorker is one worker's agent and the transitions of its rollouts,
+// back to back (worker k of m runs rollouts k, k+m, ...).
+type agentWorker struct {
+	a       Agent
+	entries []int32
+	logp    []float64
+	rows    []float64
+	ends    []int // where each of its rollouts ends in entries
+	rowEnds []int // and in rows
+}
+
+// AgentRollouts is the package's AgentRollouts into b's memory: the batch
+// returned is valid until the next call.
+func (b *Buffers) AgentRollouts(ctx context.Context, g *tasks.Graph, newAgent func() (Agent, error), n, horizon int, seed uint64) (*AgentBatch, error) {
 	if n < 1 || horizon < 1 {
 		return nil, fmt.Errorf("eval: agent rollouts: n %d, horizon %d: want both >= 1", n, horizon)
 	}
-	entries, logp := make([][]int32, n), make([][]float64, n)
-	b := &AgentBatch{Batch: Batch{Targets: make([]int, n), Hit: make([]bool, n)}}
-	err := eachRollout(ctx, n, seed, newAgent, func(i int, a Agent, rng *rand.Rand) error {
-		b.Targets[i] = 1 + rng.IntN(g.W())
+	out := &b.batch
+	out.Targets, out.Hit = resize(out.Targets, n), resize(out.Hit, n)
+	workers := min(runtime.GOMAXPROCS(0), n) // eachRollout's
+	for len(b.workers) < workers {
+		b.workers = append(b.workers, &agentWorker{})
+	}
+	err := eachRollout(ctx, n, seed, func(k, m int) (*agentWorker, error) {
+		if m != workers {
+			return nil, fmt.Errorf("eval: agent rollouts: %d workers, want %d", m, workers)
+		}
+		a, err := newAgent()
+		if err != nil {
+			return nil, err
+		}
+		w := b.workers[k]
+		w.a, w.entries, w.logp, w.rows, w.ends, w.rowEnds = a, w.entries[:0], w.logp[:0], w.rows[:0], w.ends[:0], w.rowEnds[:0]
+		return w, nil
+	}, func(i int, w *agentWorker, rng *rand.Rand) error {
+		out.Targets[i] = 1 + rng.IntN(g.W())
 		var err error
-		entries[i], logp[i], b.Hit[i], err = agentRollout(ctx, g, a, b.Targets[i], horizon, rng, nil, nil)
+		if ra, ok := w.a.(RowAgent); ok {
+			rec := &rowRecorder{RowAgent: ra, rows: &w.rows}
+			w.entries, w.logp, out.Hit[i], err = agentRollout(ctx, g, rec, out.Targets[i], horizon, rng, w.entries, w.logp)
+		} else {
+			w.entries, w.logp, out.Hit[i], err = agentRollout(ctx, g, w.a, out.Targets[i], horizon, rng, w.entries, w.logp)
+		}
+		w.ends, w.rowEnds = append(w.ends, len(w.entries)), append(w.rowEnds, len(w.rows))
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("eval: agent: %w", err)
 	}
-	b.Entries, b.Starts = concat(entries)
-	b.LogProbs, _ = concat(logp)
-	return b, nil
+	// Join the workers' rollouts in rollout order.
+	ws := b.workers[:workers]
+	total, totalRows := 0, 0
+	for _, w := range ws {
+		total, totalRows = total+len(w.entries), totalRows+len(w.rows)
+	}
+	out.Entries, out.LogProbs, out.Starts = resize(out.Entries, total), resize(out.LogProbs, total), resize(out.Starts, n+1)
+	out.Rows = nil
+	if totalRows > 0 {
+		out.Rows = resize(b.batch.Rows[:cap(b.batch.Rows)], totalRows)
+	}
+	at, rowAt := 0, 0
+	for i := range n {
+		w, j := ws[i%workers], i/workers
+		lo, rlo := 0, 0
+		if j > 0 {
+			lo, rlo = w.ends[j-1], w.rowEnds[j-1]
+		}
+		hi, rhi := w.ends[j], w.rowEnds[j]
+		out.Starts[i] = at
+		copy(out.Entries[at:], w.entries[lo:hi])
+		copy(out.LogProbs[at:], w.logp[lo:hi])
+		copy(out.Rows[rowAt:], w.rows[rlo:rhi])
+		at, rowAt = at+hi-lo, rowAt+rhi-rlo
+	}
+	out.Starts[n] = at
+	return out, nil
+}
+
+// resize returns x with length n, reusing its memory when it is large
+// enough.
+func resize[T any](x []T, n int) []T {
+	if cap(x) >= n {
+		return x[:n]
+	}
+	return make([]T, n)
 }
 
 // AgentMonteCarlo runs n seeded agent rollouts with uniform targets and
@@ -64,9 +157,13 @@ func AgentMonteCarlo(ctx context.Context, g *tasks.Graph, newAgent func() (Agent
 		return MCResult{}, fmt.Errorf("eval: agent monte carlo: horizon %d: want >= 1", horizon)
 	}
 	lens, hits := make([]int, n), make([]bool, n)
-	err := eachRollout(ctx, n, seed, newAgent, func(i int, a Agent, rng *rand.Rand) error {
-		entries, _, hit, err := agentRollout(ctx, g, a, 1+rng.IntN(g.W()), horizon, rng, nil, nil)
-		lens[i], hits[i] = len(entries), hit
+	err := eachRollout(ctx, n, seed, func(int, int) (*agentWorker, error) {
+		a, err := newAgent()
+		return &agentWorker{a: a}, err
+	}, func(i int, w *agentWorker, rng *rand.Rand) error {
+		var err error
+		w.entries, w.logp, hits[i], err = agentRollout(ctx, g, w.a, 1+rng.IntN(g.W()), horizon, rng, w.entries[:0], w.logp[:0])
+		lens[i] = len(w.entries)
 		return err
 	})
 	if err != nil {
@@ -75,14 +172,29 @@ func AgentMonteCarlo(ctx context.Context, g *tasks.Graph, newAgent func() (Agent
 	return summarize(lens, hits), nil
 }
 
+// rowRecorder is a RowAgent whose Next appends the row it drew from.
+type rowRecorder struct {
+	RowAgent
+	rows *[]float64
+}
+
+func (r *rowRecorder) Next(s int, rng *rand.Rand) (int, float64, error) {
+	e, lp, err := r.RowAgent.Next(s, rng)
+	if err == nil {
+		*r.rows = append(*r.rows, r.LastRow()...)
+	}
+	return e, lp, err
+}
+
 // agentRollout runs one rollout of a toward target, appending the entries
-// taken and their log-probabilities to the buffers.
+// taken and their log-probabilities to the buffers (which may hold earlier
+// rollouts: the horizon counts this one's transitions).
 func agentRollout(ctx context.Context, g *tasks.Graph, a Agent, target, horizon int, rng *rand.Rand, entries []int32, logp []float64) ([]int32, []float64, bool, error) {
 	if err := a.Start(target); err != nil {
 		return entries, logp, false, err
 	}
-	s := 0
-	for len(entries) < horizon {
+	s, start := 0, len(entries)
+	for len(entries)-start < horizon {
 		if len(entries)%checkEvery == checkEvery-1 && ctx.Err() != nil {
 			return entries, logp, false, ctx.Err()
 		}

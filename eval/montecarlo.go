@@ -74,7 +74,7 @@ type rolloutFunc func(target int, rng *rand.Rand, w *scratchRollout) (int, bool,
 func monteCarlo(ctx context.Context, n int, seed uint64, w int, f rolloutFunc) (MCResult, error) {
 	lens := make([]int, n)
 	hits := make([]bool, n)
-	err := eachRollout(ctx, n, seed, func() (*scratchRollout, error) { return &scratchRollout{}, nil }, func(i int, scratch *scratchRollout, rng *rand.Rand) error {
+	err := eachRollout(ctx, n, seed, func(int, int) (*scratchRollout, error) { return &scratchRollout{}, nil }, func(i int, scratch *scratchRollout, rng *rand.Rand) error {
 		var err error
 		lens[i], hits[i], err = f(1+rng.IntN(w), rng, scratch)
 		return err

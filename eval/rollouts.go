@@ -86,7 +86,7 @@ func (sp *Sampler) Rollouts(ctx context.Context, n, horizon int, seed uint64) (*
 	W := sp.g.W()
 	parts := make([][]int32, n)
 	b := &Batch{Targets: make([]int, n), Hit: make([]bool, n)}
-	err := eachRollout(ctx, n, seed, func() (struct{}, error) { return struct{}{}, nil }, func(i int, _ struct{}, rng *rand.Rand) error {
+	err := eachRollout(ctx, n, seed, func(int, int) (struct{}, error) { return struct{}{}, nil }, func(i int, _ struct{}, rng *rand.Rand) error {
 		b.Targets[i] = 1 + rng.IntN(W)
 		var err error
 		parts[i], b.Hit[i], err = sp.tab.rollout(ctx, b.Targets[i], horizon, rng, nil)
@@ -104,11 +104,12 @@ func (sp *Sampler) Rollouts(ctx context.Context, n, horizon int, seed uint64) (*
 const checkEvery = 1 << 14
 
 // eachRollout calls f(i, worker, rng) for every rollout i in [0, n),
-// spread over the cores with one worker made by newWorker per goroutine
+// spread over the cores with one worker made by newWorker(k, workers) for
+// goroutine k, which runs rollouts k, k+workers, ...
 // (its scratch memory or agent) and rollout i's own random stream seeded
 // by (seed, i), so results do not depend on the number of cores. It
 // returns the first error, or ctx's once it is canceled.
-func eachRollout[W any](ctx context.Context, n int, seed uint64, newWorker func() (W, error), f func(i int, w W, rng *rand.Rand) error) error {
+func eachRollout[W any](ctx context.Context, n int, seed uint64, newWorker func(k, workers int) (W, error), f func(i int, w W, rng *rand.Rand) error) error {
 	workers := min(runtime.GOMAXPROCS(0), n)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -116,7 +117,7 @@ func eachRollout[W any](ctx context.Context, n int, seed uint64, newWorker func(
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w, err := newWorker()
+			w, err := newWorker(k, workers)
 			if err != nil {
 				errs[k] = err
 				return

@@ -58,16 +58,24 @@ func IsInput(err error) bool { return errors.As(err, new(*InputError)) }
 // Decode reads one JSON object over c, strictly: an empty file, null, a
 // non-object, unknown or duplicate keys, trailing data and type errors are
 // refused with a message naming the field. A "graph" given replaces c's
-// graph entirely (W, K, L or branches, not a mix with c's).
+// graph entirely (W, K, L or branches, not a mix with c's); the fields of a
+// "transformer" given override the default options.
 func Decode(data []byte, c *Config) error {
 	if err := checkObject(data); err != nil {
 		return &InputError{err}
 	}
-	var graph struct {
-		Graph json.RawMessage `json:"graph"`
+	var keys struct {
+		Graph       json.RawMessage `json:"graph"`
+		Transformer json.RawMessage `json:"transformer"`
 	}
-	if err := json.Unmarshal(data, &graph); err == nil && graph.Graph != nil {
-		c.Graph = tasks.Config{}
+	if err := json.Unmarshal(data, &keys); err == nil {
+		if keys.Graph != nil {
+			c.Graph = tasks.Config{}
+		}
+		if keys.Transformer != nil && c.Transformer == nil { // given fields override the defaults
+			o := trainers.DefaultTransformerOptions()
+			c.Transformer = &o
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

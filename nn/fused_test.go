@@ -35,8 +35,7 @@ func TestTransformerMatchesReference(t *testing.T) {
 			rng := rand.New(rand.NewPCG(61, 62))
 			v := 8
 			s := randomSupport(rng, v)
-			cfg := TransformerConfig{Vocab: v, Support: s, Dim: tc.dim, Heads: tc.heads, Context: 3, Positional: tc.pos,
-				Prompt: tc.prompt, LayerNorm: tc.ln, Init: tc.init}
+			cfg := TransformerConfig{Vocab: v, Support: s, TransformerArch: TransformerArch{Dim: tc.dim, Heads: tc.heads, Context: 3, Positional: tc.pos, Prompt: tc.prompt, LayerNorm: tc.ln, Init: tc.init}}
 			tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
 			if err != nil {
 				t.Fatal(err)

@@ -39,6 +39,10 @@ type gatherOp struct {
 	in  tensor.Shape  // input shape
 	n   int           // number of indices
 	out *tensor.Dense // output reused by Do
+	// add, when set (vector inputs only), is a constant added to the
+	// output: out[i] = x[idx[i]] + add[i] (TableLogLik's offsets). The
+	// gradient is the same scatter-add.
+	add []float64
 }
 
 // width returns the length of one gathered item (1 for a vector input).
@@ -92,6 +96,9 @@ func (op *gatherOp) Do(vals ...G.Value) (G.Value, error) {
 		}
 		copy(out[i*w:(i+1)*w], x[j*w:(j+1)*w])
 	}
+	for i, a := range op.add {
+		out[i] += a
+	}
 	return val, nil
 }
 
@@ -99,9 +106,11 @@ func (op *gatherOp) ReturnsPtr() bool     { return false }
 func (op *gatherOp) CallsExtern() bool    { return false }
 func (op *gatherOp) OverwritesInput() int { return -1 }
 
-func (op *gatherOp) WriteHash(h hash.Hash) { fmt.Fprintf(h, "Gather{in=%v,n=%d}", op.in, op.n) }
-func (op *gatherOp) Hashcode() uint32      { return hashOp(op) }
-func (op *gatherOp) String() string        { return fmt.Sprintf("Gather{in=%v,n=%d}", op.in, op.n) }
+func (op *gatherOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "Gather{in=%v,n=%d,add=%p}", op.in, op.n, op.add) // an addend is its own op
+}
+func (op *gatherOp) Hashcode() uint32 { return hashOp(op) }
+func (op *gatherOp) String() string   { return fmt.Sprintf("Gather{in=%v,n=%d}", op.in, op.n) }
 
 func (op *gatherOp) DiffWRT(inputs int) []bool { return []bool{true, false} }
 

@@ -54,6 +54,10 @@ func NewGroupSolver(n int, groups []SolverGroup) (*GroupSolver, error) {
 	return s, nil
 }
 
+// Group is group i's solver, for a caller that updates the groups'
+// parameters in separate graphs (its state stays part of this solver's).
+func (s *GroupSolver) Group(i int) Solver { return s.solvers[i] }
+
 // Step updates each group with its solver.
 func (s *GroupSolver) Step(model []G.ValueGrad) error {
 	for gi, g := range s.groups {

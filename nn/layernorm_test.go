@@ -104,7 +104,7 @@ func TestTransformerLayerNormLearnables(t *testing.T) {
 		{"learned", "table", true, 4, []string{"E", "P", "WQ", "WK", "WV", "WO", "LN_gain", "LN_bias", "U", "B"}},
 		{"none", "table", false, 4, []string{"E", "WQ", "WK", "WV", "WO", "U", "B"}},
 	} {
-		cfg := TransformerConfig{Vocab: v, Support: s, Dim: tc.dim, Heads: 1, Context: 2, Positional: tc.pos, LayerNorm: tc.ln, Init: tc.init}
+		cfg := TransformerConfig{Vocab: v, Support: s, TransformerArch: TransformerArch{Dim: tc.dim, Heads: 1, Context: 2, Positional: tc.pos, LayerNorm: tc.ln, Init: tc.init}}
 		tr, err := NewTransformerFromBigram(cfg, logits, rng)
 		if err != nil {
 			t.Fatal(err)
@@ -150,8 +150,7 @@ func TestTransformerLayerNormGradientFiniteDifference(t *testing.T) {
 			rng := rand.New(rand.NewPCG(45, 46))
 			v := 4
 			s := randomSupport(rng, v)
-			cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: tc.heads, Context: 2,
-				Positional: tc.pos, LayerNorm: true, Prompt: tc.prompt, Init: tc.init}
+			cfg := TransformerConfig{Vocab: v, Support: s, TransformerArch: TransformerArch{Dim: v, Heads: tc.heads, Context: 2, Positional: tc.pos, LayerNorm: true, Prompt: tc.prompt, Init: tc.init}}
 			tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
 			if err != nil {
 				t.Fatal(err)
@@ -182,8 +181,7 @@ func TestTransformerLayerNormSamplerMatchesGraph(t *testing.T) {
 			rng := rand.New(rand.NewPCG(47, 48))
 			v := 10
 			s := randomSupport(rng, v)
-			cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: tc.heads, Context: 3, Positional: tc.pos,
-				LayerNorm: true, Prompt: tc.prompt, Init: tc.init}
+			cfg := TransformerConfig{Vocab: v, Support: s, TransformerArch: TransformerArch{Dim: v, Heads: tc.heads, Context: 3, Positional: tc.pos, LayerNorm: true, Prompt: tc.prompt, Init: tc.init}}
 			tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
 			if err != nil {
 				t.Fatal(err)
@@ -238,7 +236,7 @@ func TestTransformerLayerNormInitErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			v := tc.s.Rows()
-			cfg := TransformerConfig{Vocab: v, Support: tc.s, Dim: v, Heads: 1, Context: 2, Positional: "learned", LayerNorm: true, Init: "identity"}
+			cfg := TransformerConfig{Vocab: v, Support: tc.s, TransformerArch: TransformerArch{Dim: v, Heads: 1, Context: 2, Positional: "learned", LayerNorm: true, Init: "identity"}}
 			_, err := NewTransformerFromBigram(cfg, tc.logits, rng)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "nn: transformer: layer_norm: ") {
 				t.Errorf("got %v, want an error naming %q", err, tc.want)

@@ -14,15 +14,21 @@ import (
 // vocabulary of Vocab tokens whose next token after token x is restricted
 // to Support.Row(x).
 type TransformerConfig struct {
-	Vocab      int     `json:"vocab"`      // number of tokens V
-	Support    Support `json:"support"`    // allowed next tokens per current token
-	Dim        int     `json:"dim"`        // model width D, a multiple of Heads
-	Heads      int     `json:"heads"`      // attention heads, >= 1
-	Context    int     `json:"context"`    // attention window: a position sees itself and the Context-1 before it
-	Positional string  `json:"positional"` // "none" or "learned" (Context x D table indexed by position mod Context)
-	LayerNorm  bool    `json:"layer_norm"` // layer norm of the residual stream before the unembedding (learned gain and bias)
-	Prompt     bool    `json:"prompt"`     // one leading prompt token per sequence (the target), seen by every position
-	Init       string  `json:"init"`       // exact bigram initialisation: "table" (DefaultTransformerConfig's) or "identity" (needs Dim = Vocab; "" means "identity")
+	Vocab   int     `json:"vocab"`   // number of tokens V
+	Support Support `json:"support"` // allowed next tokens per current token
+	TransformerArch
+}
+
+// TransformerArch is a transformer's architecture, what a run configures
+// (the vocabulary and support come from the task).
+type TransformerArch struct {
+	Dim        int    `json:"dim"`        // model width D, a multiple of Heads
+	Heads      int    `json:"heads"`      // attention heads, >= 1
+	Context    int    `json:"context"`    // attention window: a position sees itself and the Context-1 before it
+	Positional string `json:"positional"` // "none" or "learned" (Context x D table indexed by position mod Context)
+	LayerNorm  bool   `json:"layer_norm"` // layer norm of the residual stream before the unembedding (learned gain and bias)
+	Prompt     bool   `json:"prompt"`     // one leading prompt token per sequence (the target), seen by every position
+	Init       string `json:"init"`       // exact bigram initialisation: "table" (DefaultTransformerConfig's) or "identity" (needs Dim = Vocab; "" means "identity")
 }
 
 // DefaultTransformerConfig returns the configuration of a transformer on
@@ -30,7 +36,7 @@ type TransformerConfig struct {
 // width 64, one head, a window of 8, learned positions, no layer norm, no
 // prompt.
 func DefaultTransformerConfig(s Support) TransformerConfig {
-	return TransformerConfig{Vocab: s.Rows(), Support: s, Dim: 64, Heads: 1, Context: 8, Positional: "learned", Init: "table"}
+	return TransformerConfig{Vocab: s.Rows(), Support: s, TransformerArch: TransformerArch{Dim: 64, Heads: 1, Context: 8, Positional: "learned", Init: "table"}}
 }
 
 // initName returns the initialisation Init selects. "" is "identity",

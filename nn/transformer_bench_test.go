@@ -137,7 +137,7 @@ func BenchmarkTransformerTrain(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					rng := rand.New(rand.NewPCG(1, 2))
 					s, logits := benchSupport(b, sz.w, sz.k, sz.l, rng)
-					cfg := TransformerConfig{Vocab: s.Rows(), Support: s, Dim: d, Heads: 1, Context: 8, Positional: "learned", Init: "table"}
+					cfg := TransformerConfig{Vocab: s.Rows(), Support: s, TransformerArch: TransformerArch{Dim: d, Heads: 1, Context: 8, Positional: "learned", Init: "table"}}
 					if d == 0 {
 						cfg.Dim, cfg.Init = s.Rows(), "identity"
 					}
@@ -204,7 +204,7 @@ func BenchmarkTransformerSampler(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/D%d%s", sz.name, d, variant), func(b *testing.B) {
 					rng := rand.New(rand.NewPCG(1, 2))
 					s, logits := benchSupport(b, sz.w, sz.k, sz.l, rng)
-					cfg := TransformerConfig{Vocab: s.Rows(), Support: s, Dim: d, Heads: 1, Context: 8, Positional: "learned", Init: "table"}
+					cfg := TransformerConfig{Vocab: s.Rows(), Support: s, TransformerArch: TransformerArch{Dim: d, Heads: 1, Context: 8, Positional: "learned", Init: "table"}}
 					if variant != "" {
 						cfg.Prompt, cfg.LayerNorm = true, true
 					}

@@ -41,8 +41,7 @@ func TestTransformerInitEqualsBigram(t *testing.T) {
 						if !uniform {
 							logits = randomVector(rng, s.NNZ(), 3)
 						}
-						cfg := TransformerConfig{Vocab: v, Support: s, Dim: init.dim, Heads: init.heads, Context: 3,
-							Positional: "learned", Prompt: prompt, LayerNorm: ln, Init: init.init}
+						cfg := TransformerConfig{Vocab: v, Support: s, TransformerArch: TransformerArch{Dim: init.dim, Heads: init.heads, Context: 3, Positional: "learned", Prompt: prompt, LayerNorm: ln, Init: init.init}}
 						tr, err := NewTransformerFromBigram(cfg, logits, rng)
 						if err != nil {
 							t.Fatal(err)
@@ -117,8 +116,7 @@ func TestTransformerTableInitGradientFlow(t *testing.T) {
 			rng := rand.New(rand.NewPCG(13, 14))
 			v := 8
 			s := randomSupport(rng, v)
-			cfg := TransformerConfig{Vocab: v, Support: s, Dim: tc.width, Heads: tc.heads, Context: 3, Positional: tc.positional,
-				Prompt: tc.prompt, LayerNorm: tc.ln, Init: "table"}
+			cfg := TransformerConfig{Vocab: v, Support: s, TransformerArch: TransformerArch{Dim: tc.width, Heads: tc.heads, Context: 3, Positional: tc.positional, Prompt: tc.prompt, LayerNorm: tc.ln, Init: "table"}}
 			tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
 			if err != nil {
 				t.Fatal(err)
@@ -175,7 +173,7 @@ func TestTransformerIdentityInitGradientReachesWO(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	v := 8
 	s := randomSupport(rng, v)
-	cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: 3, Positional: "learned", Init: "identity"}
+	cfg := TransformerConfig{Vocab: v, Support: s, TransformerArch: TransformerArch{Dim: v, Heads: 2, Context: 3, Positional: "learned", Init: "identity"}}
 	tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
 	if err != nil {
 		t.Fatal(err)

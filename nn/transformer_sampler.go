@@ -228,6 +228,12 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 	return s.logp, nil
 }
 
+// Probs returns the probabilities of the last Push's row (the exponentials
+// of the log-probabilities it returned, computed with them): drawing from
+// them needs no exponential per token. The slice is reused by the next
+// Push.
+func (s *TransformerSampler) Probs() []float64 { return s.prob }
+
 // Attention returns the attention weights of the last Push, averaged over
 // the heads: the prompt's first when there is one, then the window's
 // positions from the oldest to the current token (last). The slice is

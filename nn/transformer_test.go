@@ -145,10 +145,10 @@ func TestTransformerConfigValidate(t *testing.T) {
 		})
 	}
 	for _, c := range []TransformerConfig{
-		{Vocab: 4, Support: s, Dim: 64, Heads: 1, Context: 8, Positional: "learned", LayerNorm: true, Init: "table"},
-		{Vocab: 4, Support: s, Dim: 4, Heads: 1, Context: 8, Positional: "learned"},
-		{Vocab: 4, Support: s, Dim: 3, Heads: 1, Context: 1, Positional: "none", Init: "table"},
-		{Vocab: 4, Support: s, Dim: 4, Heads: 2, Context: 8, Positional: "learned", Init: "identity"},
+		{Vocab: 4, Support: s, TransformerArch: TransformerArch{Dim: 64, Heads: 1, Context: 8, Positional: "learned", LayerNorm: true, Init: "table"}},
+		{Vocab: 4, Support: s, TransformerArch: TransformerArch{Dim: 4, Heads: 1, Context: 8, Positional: "learned"}},
+		{Vocab: 4, Support: s, TransformerArch: TransformerArch{Dim: 3, Heads: 1, Context: 1, Positional: "none", Init: "table"}},
+		{Vocab: 4, Support: s, TransformerArch: TransformerArch{Dim: 4, Heads: 2, Context: 8, Positional: "learned", Init: "identity"}},
 	} {
 		if err := c.Validate(); err != nil {
 			t.Errorf("%+v: got %v, want nil", c, err)
@@ -163,7 +163,7 @@ func TestTransformerConfigValidate(t *testing.T) {
 	for _, tc := range []struct {
 		cfg  TransformerConfig
 		want string
-	}{{ok, "table"}, {TransformerConfig{Vocab: 4, Support: s, Dim: 4, Heads: 1, Context: 2, Positional: "none"}, "identity"}} {
+	}{{ok, "table"}, {TransformerConfig{Vocab: 4, Support: s, TransformerArch: TransformerArch{Dim: 4, Heads: 1, Context: 2, Positional: "none"}}, "identity"}} {
 		tr, err := NewTransformerFromBigram(tc.cfg, make([]float64, s.NNZ()), rng)
 		if err != nil {
 			t.Fatal(err)
@@ -193,7 +193,7 @@ func TestTransformerGradientFiniteDifference(t *testing.T) {
 			rng := rand.New(rand.NewPCG(5, 6))
 			v := 6
 			s := randomSupport(rng, v)
-			cfg := TransformerConfig{Vocab: v, Support: s, Dim: tc.dim, Heads: tc.heads, Context: 2, Positional: tc.pos, Init: tc.init}
+			cfg := TransformerConfig{Vocab: v, Support: s, TransformerArch: TransformerArch{Dim: tc.dim, Heads: tc.heads, Context: 2, Positional: tc.pos, Init: tc.init}}
 			tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
 			if err != nil {
 				t.Fatal(err)
@@ -268,7 +268,7 @@ func TestTransformerSamplerMatchesGraph(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 8))
 			v := 10
 			s := randomSupport(rng, v)
-			cfg := TransformerConfig{Vocab: v, Support: s, Dim: tc.dim, Heads: 2, Context: 3, Positional: "learned", Init: tc.init}
+			cfg := TransformerConfig{Vocab: v, Support: s, TransformerArch: TransformerArch{Dim: tc.dim, Heads: 2, Context: 3, Positional: "learned", Init: tc.init}}
 			tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
 			if err != nil {
 				t.Fatal(err)
@@ -307,7 +307,7 @@ func TestTransformerCausalAndWindow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	v, ctx := 6, 3
 	s := DenseSupport(v)
-	cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: ctx, Positional: "learned"}
+	cfg := TransformerConfig{Vocab: v, Support: s, TransformerArch: TransformerArch{Dim: v, Heads: 2, Context: ctx, Positional: "learned"}}
 	tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
 	if err != nil {
 		t.Fatal(err)
@@ -356,7 +356,7 @@ func TestSamplerAttention(t *testing.T) {
 	v := 10
 	s := randomSupport(rng, v)
 	for _, prompt := range []bool{false, true} {
-		cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: 3, Positional: "learned", Prompt: prompt}
+		cfg := TransformerConfig{Vocab: v, Support: s, TransformerArch: TransformerArch{Dim: v, Heads: 2, Context: 3, Positional: "learned", Prompt: prompt}}
 		tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
 		if err != nil {
 			t.Fatal(err)

@@ -79,7 +79,7 @@ func TestTransformerWindowsMatchFullSequence(t *testing.T) {
 			rng := rand.New(rand.NewPCG(21, 22))
 			v, ctx := 10, 3
 			s := randomSupport(rng, v)
-			cfg := TransformerConfig{Vocab: v, Support: s, Dim: tc.dim, Heads: tc.heads, Context: ctx, Positional: tc.pos, Prompt: tc.prompt, Init: tc.init}
+			cfg := TransformerConfig{Vocab: v, Support: s, TransformerArch: TransformerArch{Dim: tc.dim, Heads: tc.heads, Context: ctx, Positional: tc.pos, Prompt: tc.prompt, Init: tc.init}}
 			trChunk, trFull := twinTransformers(t, cfg, rng)
 			const b, n, long, nseq = 4, 8, 23, 3
 			hc := newHarness(t, trChunk, b, n, nil)
@@ -164,7 +164,7 @@ func TestTransformerPromptSeenEverywhere(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 26))
 	v, ctx := 6, 3
 	s := DenseSupport(v)
-	cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 2, Context: ctx, Positional: "learned", Prompt: true}
+	cfg := TransformerConfig{Vocab: v, Support: s, TransformerArch: TransformerArch{Dim: v, Heads: 2, Context: ctx, Positional: "learned", Prompt: true}}
 	tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +193,7 @@ func TestTransformerPromptGradientFiniteDifference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 28))
 	v := 5
 	s := randomSupport(rng, v)
-	cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 1, Context: 2, Positional: "learned", Prompt: true}
+	cfg := TransformerConfig{Vocab: v, Support: s, TransformerArch: TransformerArch{Dim: v, Heads: 1, Context: 2, Positional: "learned", Prompt: true}}
 	tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ func TestTransformerWindowErrors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 30))
 	v := 6
 	s := randomSupport(rng, v)
-	cfg := TransformerConfig{Vocab: v, Support: s, Dim: v, Heads: 1, Context: 2, Positional: "learned", Prompt: true}
+	cfg := TransformerConfig{Vocab: v, Support: s, TransformerArch: TransformerArch{Dim: v, Heads: 1, Context: 2, Positional: "learned", Prompt: true}}
 	tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
 	if err != nil {
 		t.Fatal(err)

@@ -93,22 +93,24 @@ var Baselines = []string{"gae", "fork", "state-target", "state", "batch"}
 // (Resolve fills them: sign descent with lr 0.01 for exact RLVR).
 func DefaultConfig() Config {
 	return Config{Trainer: RLVRExact, Optim: nn.OptimConfig{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, Steps: 20000, Until: 1e-3, Seed: 1, LogEvery: 10, Patience: 1000,
-		Beta: 3e-4, HorizonFactor: 2, Epochs: 2, Minibatches: 2, Clip: 0.2, Lambda: 0.95, CriticRate: 0.5, NormalizeAdvantages: true}
+		Beta: 3e-4, Epochs: 2, Minibatches: 2, Clip: 0.2, Lambda: 0.95, CriticRate: 0.5, NormalizeAdvantages: true}
 }
 
 // Defaults are the values of the trainer- and model-dependent fields that
 // Resolve fills when they are unset.
 type Defaults struct {
-	Optim    nn.OptimConfig
-	Rollouts int
-	Baseline string
+	Optim         nn.OptimConfig
+	Rollouts      int
+	Baseline      string
+	HorizonFactor float64
 }
 
 // defaultsFor returns the defaults of trainer k on model m: the paper's sign
-// descent at lr 0.01, 256 rollouts and the state baseline, unless the model
-// registered others (each model's file says which and why).
+// descent at lr 0.01, 256 rollouts, the state baseline and the paper's
+// horizon of twice the hitting time, unless the model registered others
+// (each model's file says which and why).
 func defaultsFor(k Kind, m Model) Defaults {
-	d := Defaults{Optim: nn.DefaultOptimConfig(), Rollouts: 256, Baseline: "state"}
+	d := Defaults{Optim: nn.DefaultOptimConfig(), Rollouts: 256, Baseline: "state", HorizonFactor: 2}
 	if spec, ok := models[m]; ok && spec.defaults != nil {
 		spec.defaults(k, &d)
 	}
@@ -116,7 +118,7 @@ func defaultsFor(k Kind, m Model) Defaults {
 }
 
 // Resolve fills the fields left unset (zero optimiser name or learning
-// rate, zero rollouts, empty baseline) with the defaults of the trainer on
+// rate, zero rollouts, empty baseline, zero horizon factor) with the defaults of the trainer on
 // model m. An optimiser named without a learning rate takes the default
 // rate when the default optimiser has that name, and the paper's 0.01
 // otherwise.
@@ -137,6 +139,9 @@ func (c Config) Resolve(m Model) Config {
 	}
 	if c.Baseline == "" {
 		c.Baseline = d.Baseline
+	}
+	if c.HorizonFactor == 0 {
+		c.HorizonFactor = d.HorizonFactor
 	}
 	return c
 }

@@ -290,9 +290,10 @@ func (t *Trainer) Converged(r Row) bool { return t.converged(r) }
 // converged is the stop rule of Config.Until: within Until of the limit,
 // or for pretraining a mass on invalid transitions below Until. A Monte
 // Carlo estimate (a transformer) counts once every evaluation rollout hits
-// and it is at most Until above the limit: a policy that remembers its
-// rollout can beat the bigram's optimum (it turns back on re-entering a
-// branch it has searched).
+// and its whole 95% interval lies at most Until above the limit, so a
+// lucky estimate does not stop the run; there is no lower bound: a policy
+// that remembers its rollout can beat the bigram's optimum (it turns back
+// on re-entering a branch it has searched).
 func (t *Trainer) converged(r Row) bool {
 	until := t.cfg.Until
 	switch {
@@ -305,7 +306,7 @@ func (t *Trainer) converged(r Row) bool {
 	case t.limit <= 0:
 		return false
 	case r.Estimated:
-		return r.MCSuccessRate == 1 && r.HittingTime <= (1+until)*t.limit
+		return r.MCSuccessRate == 1 && r.HittingTime+r.HittingTimeCI95 <= (1+until)*t.limit
 	}
 	return math.Abs(r.HittingTime-t.limit) <= until*t.limit
 }

@@ -24,9 +24,19 @@ func init() {
 		// bigram's limit after 40 steps with it, 140 with the state
 		// baseline).
 		defaults: func(k Kind, d *Defaults) {
+			// Sampled RLVR, tuned at the paper's size (W=K=15, L=5) and
+			// checked at W=K=5, L=3 and W=K=8, L=3 (README, the transformer
+			// section): Adam at 0.001 for the attention and embeddings
+			// (the table's own rate is TransformerOptions.TableLR), 128
+			// rollouts, the fork baseline, and a horizon of 20 hitting
+			// times. The paper's 2 cuts many early rollouts, and their
+			// bootstrapped returns at the fork then push the policy away
+			// from the branches' entries before it improves (the bigram
+			// under the same PPO does the same: 2.2G sampled tokens to
+			// within 5% of the limit at horizon 2, 1.7G at 20).
 			if k.Sampled() {
-				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.003, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
-				d.Rollouts, d.Baseline = 64, "fork"
+				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.001, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+				d.Rollouts, d.Baseline, d.HorizonFactor = 128, "fork", 20
 			}
 		},
 		validate: func(cfg Config, s Setup) error {
@@ -61,9 +71,13 @@ type transformer struct {
 	ref                    []float64 // the starting bigram's policy, CSR order
 	teacher                []float64 // distill
 
-	st     transformerState
-	mcCap  int        // the Monte Carlo horizon
-	traces []tokenSeq // distill with fixed traces
+	st transformerState
+	// table is set when the logit table B learns from every sampled
+	// token (transformer_table.go) rather than from the windows.
+	table  *table
+	buf    eval.Buffers // the rollouts' memory, reused from step to step
+	mcCap  int          // the Monte Carlo horizon
+	traces []tokenSeq   // distill with fixed traces
 }
 
 // transformerState is what a transformer learner checkpoints besides its
@@ -120,8 +134,7 @@ func newTransformer(t *Trainer, s Setup) (*transformer, error) {
 	// target tokens (tokenizer.Vocab.ForModel), each target with the row
 	// {s0 -> f}: the prompt is never predicted.
 	l.tok = l.tok.ForModel(opts.Prompt)
-	tcfg := nn.TransformerConfig{Vocab: l.tok.Rows(), Support: support(g), Dim: opts.Dim, Heads: opts.Heads, Context: opts.Context,
-		Positional: opts.Positional, Prompt: opts.Prompt, LayerNorm: opts.LayerNorm, Init: opts.Init}
+	tcfg := nn.TransformerConfig{Vocab: l.tok.Rows(), Support: support(g), TransformerArch: opts.TransformerArch}
 	logits := init
 	if opts.Prompt {
 		off := append([]int(nil), g.Offsets...)
@@ -156,7 +169,17 @@ func newTransformer(t *Trainer, s Setup) (*transformer, error) {
 	if l.solv, err = l.newSolver(cfg, opts); err != nil {
 		return nil, err
 	}
-	if l.step, err = nn.NewStep(cost, l.tr.Learnables(), l.solv); err != nil {
+	// With the table initialisation, sampled RLVR trains the logit table
+	// B on every sampled token (tablePass) and the windows graph trains
+	// the rest; otherwise the windows graph trains every parameter.
+	learn, main := l.tr.Learnables(), l.solv
+	if opts.Init == "table" && cfg.Trainer.Sampled() {
+		learn, main = learn[:len(learn)-1], l.solv.(*nn.GroupSolver).Group(0)
+		if l.table, err = l.newTable(); err != nil {
+			return nil, err
+		}
+	}
+	if l.step, err = nn.NewStep(cost, learn, main); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -225,8 +248,13 @@ func (l *transformer) sequences(b *eval.Batch) ([]tokenSeq, error) {
 	return out, nil
 }
 
-func (l *transformer) solver() nn.Solver       { return l.solv }
-func (l *transformer) close() error            { return l.step.Close() }
+func (l *transformer) solver() nn.Solver { return l.solv }
+func (l *transformer) close() error {
+	if l.table != nil {
+		l.table.step.Close()
+	}
+	return l.step.Close()
+}
 func (l *transformer) abcd(*Row)               {}
 func (l *transformer) state() any              { return &l.st }
 func (l *transformer) layout() string          { return "transformer" }

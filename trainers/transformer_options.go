@@ -12,21 +12,14 @@ import (
 // whose next-token distribution at step 0 equals the starting bigram's on
 // every prefix (Appendix F, the transformer figure).
 type TransformerOptions struct {
-	// Init is the exact initialisation (nn.TransformerConfig.Init):
-	// "table", a per-transition logit table B holding the starting bigram
-	// beside a zero unembedding, at any width Dim; or "identity", the
-	// paper's construction (one-hot embeddings, the bigram in the
-	// unembedding), whose width is the vocabulary.
-	Init string `json:"init"`
-	// Dim is the width with Init "table" (a multiple of Heads).
-	Dim        int    `json:"dim"`
-	Heads      int    `json:"heads"`      // attention heads (they split the width)
-	Context    int    `json:"context"`    // attention window in tokens
-	Positional string `json:"positional"` // "learned" or "none"
-	LayerNorm  bool   `json:"layer_norm"` // layer norm before the unembedding
-	// Prompt puts the rollout's target token before s0 -> f, where every
-	// position can attend to it; the paper's bigram never sees the target.
-	Prompt bool `json:"prompt"`
+	// TransformerArch is the architecture (nn's): Init is "table", a
+	// per-transition logit table B holding the starting bigram beside a
+	// zero unembedding, at any width Dim; or "identity", the paper's
+	// construction (one-hot embeddings, the bigram in the unembedding),
+	// whose width is the vocabulary (Dim 0 here). Prompt puts the
+	// rollout's target token before s0 -> f, where every position can
+	// attend to it; the paper's bigram never sees the target.
+	nn.TransformerArch
 	// TableLR is the learning rate of the logit table B (Init "table"):
 	// B is the bigram inside the transformer, and learns at the bigram's
 	// rate while the attention and embeddings learn at the optimiser's
@@ -40,30 +33,49 @@ type TransformerOptions struct {
 	// hitting time of each metrics row (the transformer is not Markov, so
 	// there is no exact analysis).
 	EvalRollouts int `json:"eval_rollouts"`
+	// EvalTokens bounds a measurement's work: it uses
+	// EvalTokens / (the latest hitting time) rollouts when that is fewer
+	// than EvalRollouts, and never fewer than min(200, EvalRollouts), so a
+	// policy far from converged is measured with fewer rollouts and a wider
+	// interval (0: always EvalRollouts).
+	EvalTokens int `json:"eval_tokens"`
 	// TrainTokens bounds the trained positions of an update: when an
 	// epoch's windows hold more, each minibatch trains on a uniform random
 	// subset of its windows weighted by the inverse sampling rate, an
 	// unbiased estimate of the full gradient (subsample); 0: every window.
 	TrainTokens int `json:"train_tokens"`
+	// TableTokens bounds the tokens of an update's table pass (Init
+	// "table", sampled RLVR; see transformer_table.go) in the same way,
+	// per token rather than per window: B learns from many more tokens
+	// than the rest, as the bigram does; 0: every sampled token.
+	TableTokens int `json:"table_tokens"`
 }
 
 // DefaultTransformerOptions returns the table initialisation at width 64,
 // one head, a window of 8 tokens with learned positions, no prompt, windows
-// of 24 trained positions filled 32 at a time, 2000 evaluation rollouts and
-// a budget of 65,536 trained tokens per update.
+// of 56 trained positions filled 256 at a time (the graph's speed needs
+// rows by the hundred: nn's BenchmarkTransformerTrain), 2000 evaluation
+// rollouts within 20M sampled tokens, and a budget of 65,536 trained
+// tokens per update.
 func DefaultTransformerOptions() TransformerOptions {
-	return TransformerOptions{Init: "table", Dim: 64, Heads: 1, Context: 8, Positional: "learned", Stride: 24, Windows: 32,
-		EvalRollouts: 2000, TrainTokens: 1 << 16}
+	return TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 64, Heads: 1, Context: 8, Positional: "learned"}, Stride: 56, Windows: 256,
+		EvalRollouts: 2000, EvalTokens: 20_000_000, TrainTokens: 1 << 16, TableTokens: 1 << 20}
 }
 
-// Resolve fills TableLR when unset: for sampled RLVR the bigram model's
-// own rate for the trainer (its tuned Adam rate), for the other trainers
-// the optimiser's rate.
+// Resolve fills TableLR when unset: for PPO 0.025 (the rate at which the
+// bigram's PPO with 128 rollouts reaches the paper-size limit, measured
+// there; the bigram's own default 0.05 was tuned at W=K=5, L=3), for
+// REINFORCE the bigram model's own rate, for
+// the other trainers the optimiser's rate.
 func (o TransformerOptions) Resolve(cfg Config) TransformerOptions {
 	if o.TableLR == 0 {
-		o.TableLR = cfg.Optim.LR
-		if d := defaultsFor(cfg.Trainer, BigramModel); cfg.Trainer.Sampled() && d.Optim.Name == cfg.Optim.Name {
+		switch d := defaultsFor(cfg.Trainer, BigramModel); {
+		case cfg.Trainer == PPO:
+			o.TableLR = 0.025
+		case cfg.Trainer.Sampled() && d.Optim.Name == cfg.Optim.Name:
 			o.TableLR = d.Optim.LR
+		default:
+			o.TableLR = cfg.Optim.LR
 		}
 	}
 	return o
@@ -101,8 +113,14 @@ func (o TransformerOptions) Validate() error {
 	if o.EvalRollouts < 2 {
 		return fmt.Errorf("trainers: transformer eval_rollouts %d: want >= 2", o.EvalRollouts)
 	}
+	if o.EvalTokens < 0 {
+		return fmt.Errorf("trainers: transformer eval_tokens %d: want >= 0 (0: no bound)", o.EvalTokens)
+	}
 	if o.TrainTokens < 0 {
 		return fmt.Errorf("trainers: transformer train_tokens %d: want >= 0 (0: train every sampled token)", o.TrainTokens)
+	}
+	if o.TableTokens < 0 {
+		return fmt.Errorf("trainers: transformer table_tokens %d: want >= 0 (0: every sampled token)", o.TableTokens)
 	}
 	return nil
 }

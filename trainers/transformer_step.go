@@ -18,9 +18,9 @@ import (
 // leaf-incoming: bounce) are drawn from the starting bigram, as the
 // bigram's frozen rows are.
 type agent struct {
-	l     *transformer
-	s     *nn.TransformerSampler
-	probs []float64 // scratch: the current row's probabilities
+	l    *transformer
+	s    *nn.TransformerSampler
+	logp []float64 // the last Push's row (the sampler's buffer)
 }
 
 // newAgent makes agents sampling the transformer's current parameters, one
@@ -40,22 +40,23 @@ func (a *agent) Next(s int, rng *rand.Rand) (int, float64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	a.logp = logp
 	lo, u := g.Offsets[s], rng.Float64()
 	if !a.l.t.trained[s] {
 		e := lo + eval.Draw(a.l.ref[lo:g.Offsets[s+1]], u)
 		return e, math.Log(a.l.ref[e]), nil
 	}
-	a.probs = a.probs[:0]
-	for _, lp := range logp {
-		a.probs = append(a.probs, math.Exp(lp))
-	}
-	j := eval.Draw(a.probs, u)
+	j := eval.Draw(a.s.Probs(), u)
 	return lo + j, logp[j], nil
 }
 
-// rollouts samples the transformer.
+// rollouts samples the transformer into the learner's buffers: the batch
+// is valid until the next call.
 func (l *transformer) rollouts(ctx context.Context, n, horizon int, seed uint64) (*eval.AgentBatch, error) {
-	return eval.AgentRollouts(ctx, l.t.g, l.newAgent(), n, horizon, seed)
+	if l.table != nil {
+		return l.buf.AgentRollouts(ctx, l.t.g, l.newRowAgent(), n, horizon, seed)
+	}
+	return l.buf.AgentRollouts(ctx, l.t.g, l.newAgent(), n, horizon, seed)
 }
 
 // pass runs the windows of one minibatch through the graph, filling the
@@ -147,7 +148,7 @@ func (l *transformer) budget(wins []window, m, epoch, mb int) []window {
 
 // update is the REINFORCE update or PPO's epochs over minibatches of
 // windows (each subsampled to the budget).
-func (l *transformer) update(ab *eval.AgentBatch, _ []int32, adv []float64) (ratioStats, error) {
+func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64) (ratioStats, error) {
 	cfg := l.t.cfg
 	seqs, err := l.sequences(&ab.Batch)
 	if err != nil {
@@ -158,6 +159,19 @@ func (l *transformer) update(ab *eval.AgentBatch, _ []int32, adv []float64) (rat
 	for i := range seqs {
 		mini[i%m] = append(mini[i%m], i)
 	}
+	var (
+		tables   []tableTokens // the table pass's tokens, per minibatch
+		b0       []float64     // B at sampling
+		rowStart []int
+	)
+	if l.table != nil {
+		ls := l.tr.Learnables()
+		b0 = append([]float64(nil), ls[len(ls)-1].Value().Data().([]float64)...)
+		rowStart = rowStarts(l.t.g, states)
+		for mb, rs := range mini {
+			tables = append(tables, l.tableTokensOf(ab, states, rs, mb, m))
+		}
+	}
 	for epoch := range epochs {
 		for mb, rs := range mini {
 			n := 0.0
@@ -165,6 +179,11 @@ func (l *transformer) update(ab *eval.AgentBatch, _ []int32, adv []float64) (rat
 			for _, i := range rs {
 				n += float64(ab.Len(i))
 				lensOf = append(lensOf, len(seqs[i].tokens))
+			}
+			if l.table != nil {
+				if err := l.tableStep(l.table, ab, states, rowStart, b0, tables[mb], adv, n); err != nil {
+					return ratioStats{}, err
+				}
 			}
 			wins := cutWindows(lensOf, l.opts.Stride, l.opts.Context)
 			for k := range wins {
@@ -204,14 +223,19 @@ func (l *transformer) update(ab *eval.AgentBatch, _ []int32, adv []float64) (rat
 	return l.ratios(seqs, ab)
 }
 
-// ratios are PPO's approximate KL and clip fraction over the batch's
-// trained tokens after the updates, replaying each rollout through a
-// sampler of the updated transformer.
+// ratios are PPO's approximate KL and clip fraction after the updates,
+// replaying rollouts through a sampler of the updated transformer: the
+// first rollouts of the batch up to the trained-token budget (a statistic
+// of the batch, not all of it: at the paper's size a batch holds millions
+// of tokens).
 func (l *transformer) ratios(seqs []tokenSeq, ab *eval.AgentBatch) (ratioStats, error) {
 	t := l.t
 	sp := l.tr.Sampler()
 	var rs ratioStats
 	for i, seq := range seqs {
+		if l.opts.TrainTokens > 0 && rs.n >= float64(l.opts.TrainTokens) {
+			break
+		}
 		if err := sp.ResetAt(0, l.prompt(seq.target)); err != nil {
 			return rs, fmt.Errorf("trainers: step %d: %w", t.done, err)
 		}
@@ -301,6 +325,19 @@ func (l *transformer) estimate(ctx context.Context) (float64, error) {
 	return l.latest(), nil
 }
 
+// evalRollouts is the number of rollouts of the next measurement
+// (TransformerOptions.EvalTokens): fewer when the latest hitting time is
+// long, never below min(200, EvalRollouts).
+func (l *transformer) evalRollouts() int {
+	n := l.opts.EvalRollouts
+	if l.opts.EvalTokens > 0 && l.st.MCStep >= 0 {
+		n = min(n, max(min(200, n), int(float64(l.opts.EvalTokens)/max(l.latest(), 1))))
+	} else if l.opts.EvalTokens > 0 {
+		n = min(n, max(min(200, n), int(float64(l.opts.EvalTokens)/max(float64(l.mcCap)/50, 1))))
+	}
+	return n
+}
+
 // latest is the latest measurement's hitting time (see estimate).
 func (l *transformer) latest() float64 {
 	if l.st.MC.SuccessRate == 1 {
@@ -317,7 +354,7 @@ func (l *transformer) latest() float64 {
 func (l *transformer) measure(ctx context.Context, row *Row) error {
 	t, cfg := l.t, l.t.cfg
 	if l.st.MCStep < 0 || (l.st.MCStep != t.done && (t.done%cfg.LogEvery == 0 || t.done >= cfg.Steps)) {
-		mc, err := eval.AgentMonteCarlo(ctx, t.g, l.newAgent(), l.opts.EvalRollouts, l.mcCap, cfg.Seed^0x1f83d9abfb41bd6b^uint64(t.done)*0x9e3779b97f4a7c15)
+		mc, err := eval.AgentMonteCarlo(ctx, t.g, l.newAgent(), l.evalRollouts(), l.mcCap, cfg.Seed^0x1f83d9abfb41bd6b^uint64(t.done)*0x9e3779b97f4a7c15)
 		if err != nil {
 			return fmt.Errorf("trainers: step %d: %w", t.done, err)
 		}

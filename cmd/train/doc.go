@@ -92,7 +92,8 @@
 //
 //	-rollouts N            rollouts per step (default 256)
 //	-beta X                length penalty in the reward 1{hit} - beta |y| (3e-4)
-//	-horizon-factor X      horizon = X times the current hitting time (2)
+//	-horizon-factor X      horizon = X times the current hitting time (default: the
+//	                       model's, see below)
 //	-baseline NAME         state (mean return from the state; default), state-target
 //	                       (given the rollout's target), fork (state-target on returns
 //	                       bootstrapped at the fork: an excursion's tokens see its own
@@ -108,28 +109,48 @@
 //
 // transformer flags (-model transformer):
 //
-//	-heads N               attention heads (default 1; width = vocabulary size)
+//	-init-mode NAME        the exact initialisation: table (default: a logit table per
+//	                       transition holds the starting bigram beside a zero
+//	                       unembedding, at any width) | identity (the paper's:
+//	                       one-hot embeddings, the bigram in the unembedding, width =
+//	                       vocabulary)
+//	-dim N                 width with -init-mode table (default 64; a multiple of -heads)
+//	-table-lr X            learning rate of the logit table (default: 0.025 for ppo,
+//	                       the bigram's rate for reinforce, -lr otherwise); the
+//	                       other parameters learn at -lr
+//	-heads N               attention heads (default 1)
 //	-context N             attention window in tokens (default 8)
 //	-positional NAME       learned (default) | none
 //	-prompt                put the target's token before s0 -> f, visible to every
 //	                       position (the paper's bigram never sees the target)
 //	-layer-norm            layer norm before the unembedding (the initialisation
-//	                       stays exact: masked logits absorb its centring)
+//	                       stays exact)
 //	-stride N, -windows N  training cuts rollouts into windows of N trained positions
 //	                       (plus context) and fills the graph with -windows of them
-//	                       (24, 32)
-//	-eval-rollouts N       Monte Carlo rollouts behind each metrics row (2000)
+//	                       (56, 256)
+//	-train-tokens N        trained positions per update: a larger batch trains on a
+//	                       seeded random subset of its windows, weighted so that the
+//	                       gradient is unbiased (65536; 0: every token)
+//	-table-tokens N        tokens per update of the logit table's own pass (sampled
+//	                       RLVR with -init-mode table: the table learns from every
+//	                       sampled token, as the bigram does, up to this many, an
+//	                       unbiased random subset beyond) (1048576; 0: all)
+//	-eval-rollouts N       Monte Carlo rollouts behind each metrics row (2000), fewer
+//	-eval-tokens N         while the hitting time is long: at most N sampled tokens
+//	                       (20M), never fewer than 200 rollouts
 //
 // defaults that depend on the trainer and the model: the optimizer, the learning
-// rate, -rollouts and -baseline, when neither a flag nor the -config file sets them
-// (both resolve alike; config.json records the values used):
+// rate, -rollouts, -baseline and -horizon-factor, when neither a flag nor the
+// -config file sets them (both resolve alike; config.json records the values used):
 //
-//	bigram                 sign descent at lr 0.01, 256 rollouts, state baseline;
-//	                       ppo adam at lr 0.05, reinforce adam at lr 0.1 (tuned at
-//	                       W=K=5, L=3)
-//	transformer            ppo and reinforce: adam at lr 0.003, 64 rollouts, fork
-//	                       baseline (tuned at W=K=3, L=2); sft, distill: sign
-//	                       descent at lr 0.01, 256 sequences per step
+//	bigram                 sign descent at lr 0.01, 256 rollouts, state baseline,
+//	                       horizon factor 2 (the paper's); ppo adam at lr 0.05,
+//	                       reinforce adam at lr 0.1 (tuned at W=K=5, L=3)
+//	transformer            ppo and reinforce: adam at lr 0.001 (the logit table at
+//	                       -table-lr: 0.025 for ppo, 0.1 for reinforce), 128
+//	                       rollouts, fork baseline, horizon factor 20 (tuned at the
+//	                       paper's size); sft, distill: sign descent at lr 0.01, 256
+//	                       sequences per step
 //	An optimizer named without -lr takes the default rate when it is the default
 //	optimizer, and 0.01 otherwise.
 //

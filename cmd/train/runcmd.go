@@ -25,7 +25,7 @@ type runArgs struct {
 }
 
 // transformerFlags are the flags that configure -model transformer.
-var transformerFlags = []string{"init-mode", "dim", "table-lr", "train-tokens", "heads", "context", "positional", "prompt", "layer-norm", "stride", "windows", "eval-rollouts"}
+var transformerFlags = []string{"init-mode", "dim", "table-lr", "train-tokens", "table-tokens", "eval-tokens", "heads", "context", "positional", "prompt", "layer-norm", "stride", "windows", "eval-rollouts"}
 
 // parseRun reads train run's flags over the defaults, or over a -config
 // file, and resolves the configuration exactly as experiment.Run does.
@@ -109,8 +109,9 @@ func registerRun(fs *flag.FlagSet, rc *experiment.Config, gf *graphFlags, tf *tr
 	fs.StringVar(&rc.Init, "init", rc.Init, "start from the bigram checkpointed in this run folder (e.g. an sft run) instead of the pretrained world model")
 	fs.StringVar(&tf.Init, "init-mode", tf.Init, "transformer: exact initialisation: table (a per-transition logit table beside a zero unembedding, any width) or identity (the paper's: width = vocabulary)")
 	fs.IntVar(&tf.Dim, "dim", tf.Dim, "transformer: width with -init-mode table (a multiple of -heads)")
-	fs.Float64Var(&tf.TableLR, "table-lr", tf.TableLR, "transformer: learning rate of the logit table (default: the bigram's for the trainer)")
+	fs.Float64Var(&tf.TableLR, "table-lr", tf.TableLR, "transformer: learning rate of the logit table (default: 0.025 for ppo, the bigram's rate for reinforce, -lr otherwise)")
 	fs.IntVar(&tf.TrainTokens, "train-tokens", tf.TrainTokens, "transformer: trained positions per update; larger batches train on an unbiased random subset of windows (0: all)")
+	fs.IntVar(&tf.TableTokens, "table-tokens", tf.TableTokens, "transformer: tokens per update of the logit table's own pass (sampled RLVR, -init-mode table); larger batches use an unbiased random subset (0: all)")
 	fs.IntVar(&tf.Heads, "heads", tf.Heads, "transformer: attention heads")
 	fs.IntVar(&tf.Context, "context", tf.Context, "transformer: attention window in tokens")
 	fs.StringVar(&tf.Positional, "positional", tf.Positional, "transformer: learned or none")
@@ -119,6 +120,7 @@ func registerRun(fs *flag.FlagSet, rc *experiment.Config, gf *graphFlags, tf *tr
 	fs.IntVar(&tf.Stride, "stride", tf.Stride, "transformer: trained positions per training window")
 	fs.IntVar(&tf.Windows, "windows", tf.Windows, "transformer: windows per fill of the graph")
 	fs.IntVar(&tf.EvalRollouts, "eval-rollouts", tf.EvalRollouts, "transformer: Monte Carlo rollouts behind each metrics row's hitting time")
+	fs.IntVar(&tf.EvalTokens, "eval-tokens", tf.EvalTokens, "transformer: sampled tokens a metrics row's Monte Carlo may take (fewer rollouts while the hitting time is long; 0: no bound)")
 	t := &rc.Train
 	fs.Var(&t.Trainer, "trainer", "trainer: "+trainers.KindNames(trainers.Kinds))
 	fs.StringVar(&t.Optim.Name, "optimizer", t.Optim.Name, "optimizer: sign (the paper's), sgd or adam (default: the trainer's and model's, see the manual)")
@@ -134,7 +136,7 @@ func registerRun(fs *flag.FlagSet, rc *experiment.Config, gf *graphFlags, tf *tr
 	fs.BoolVar(&t.TrainSource, "train-source", t.TrainSource, "train the source row s0 -> f (default: it stays uniform like the fork-incoming rows)")
 	fs.IntVar(&t.Rollouts, "rollouts", t.Rollouts, "reinforce, ppo: rollouts per step (default: the model's, see the manual)")
 	fs.Float64Var(&t.Beta, "beta", t.Beta, "reinforce, ppo: length penalty beta in the reward 1{hit} - beta |y|")
-	fs.Float64Var(&t.HorizonFactor, "horizon-factor", t.HorizonFactor, "reinforce, ppo: rollout horizon as a multiple of the current hitting time")
+	fs.Float64Var(&t.HorizonFactor, "horizon-factor", t.HorizonFactor, "reinforce, ppo: rollout horizon as a multiple of the current hitting time (default: the model's, see the manual)")
 	fs.IntVar(&t.Epochs, "epochs", t.Epochs, "ppo: passes over each batch")
 	fs.IntVar(&t.Minibatches, "minibatches", t.Minibatches, "ppo: minibatches per pass")
 	fs.Float64Var(&t.Clip, "clip", t.Clip, "ppo: ratio clip epsilon")
