@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
@@ -105,13 +106,17 @@ const checkEvery = 1 << 14
 
 // eachRollout calls f(i, worker, rng) for every rollout i in [0, n),
 // spread over the cores with one worker made by newWorker(k, workers) for
-// goroutine k, which runs rollouts k, k+workers, ...
-// (its scratch memory or agent) and rollout i's own random stream seeded
-// by (seed, i), so results do not depend on the number of cores. It
-// returns the first error, or ctx's once it is canceled.
+// goroutine k (its scratch memory or agent), and rollout i's own random
+// stream seeded by (seed, i), so results do not depend on the number of
+// cores or on which worker ran which rollout. Each goroutine takes the next
+// rollout when it finishes one: rollout lengths are long tailed (at the
+// paper's size a few of 128 take ten times the mean), and a fixed share
+// each left one core idle for much of a batch. It returns the first
+// error, or ctx's once it is canceled.
 func eachRollout[W any](ctx context.Context, n int, seed uint64, newWorker func(k, workers int) (W, error), f func(i int, w W, rng *rand.Rand) error) error {
 	workers := min(runtime.GOMAXPROCS(0), n)
 	errs := make([]error, workers)
+	var next atomic.Int64 // the next rollout to take
 	var wg sync.WaitGroup
 	for k := range workers {
 		wg.Add(1)
@@ -122,7 +127,7 @@ func eachRollout[W any](ctx context.Context, n int, seed uint64, newWorker func(
 				errs[k] = err
 				return
 			}
-			for i := k; i < n && errs[k] == nil; i += workers {
+			for i := int(next.Add(1) - 1); i < n && errs[k] == nil; i = int(next.Add(1) - 1) {
 				if errs[k] = ctx.Err(); errs[k] == nil {
 					errs[k] = f(i, w, rand.New(rand.NewPCG(seed, uint64(i))))
 				}

@@ -61,6 +61,7 @@ var columns = []column{
 	{"bound_ratio", func(r *record) float64 { return r.BoundRatio }, 'g'},
 	batch("tokens", 'i', func(r *record) float64 { return float64(r.Tokens) }),
 	batch("rollouts", 'i', func(r *record) float64 { return float64(r.Rollouts) }),
+	batch("trained_tokens", 'i', func(r *record) float64 { return float64(r.TrainedTokens) }),
 	batch("success_rate", 'g', func(r *record) float64 { return r.Batch.SuccessRate }),
 	batch("mean_length", 'g', func(r *record) float64 { return r.Batch.MeanLength }),
 	batch("approx_kl", 'g', func(r *record) float64 { return r.Batch.ApproxKL }),

@@ -272,7 +272,7 @@ func summarize(cfg Config, tr *trainers.Trainer, g *tasks.Graph, last trainers.R
 		Model: cfg.Model, Trainer: cfg.Train.Trainer, Graph: g.Config.Name(), Out: cfg.Out,
 		InitialHittingTime: finite(out.initialHitting), FinalHittingTime: finite(last.HittingTime),
 		LimitHittingTime: finite(tr.Limit()), Steps: tr.Steps(), WallSeconds: wall, Theory: tr.Predictions(),
-		Converged: tr.Converged(last), StopReason: tr.Stop(),
+		Converged: tr.Converged(last), StopReason: tr.Stop(), SampledTokens: last.Tokens, TrainedTokens: last.TrainedTokens,
 	}
 	switch {
 	case cfg.Train.Trainer.Dense():

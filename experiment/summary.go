@@ -42,6 +42,11 @@ type Summary struct {
 	Stalled     bool          `json:"stalled"`
 	Steps       int           `json:"steps"`
 	WallSeconds float64       `json:"wall_seconds"`
+	// SampledTokens and TrainedTokens (sampled RLVR) are the transitions
+	// sampled and the tokens trained through the whole model, summed over
+	// epochs (trainers.Row).
+	SampledTokens int `json:"sampled_tokens,omitempty"`
+	TrainedTokens int `json:"trained_tokens,omitempty"`
 	// FinalABCD is the final mean a, b, c, d weighted by visits (the
 	// paper's, along the policy's paths); FinalABCDPerCopy the plain mean
 	// over every copy, visited or not. Null where a quantity has no visit.

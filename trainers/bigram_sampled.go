@@ -78,7 +78,7 @@ func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv []float64) (
 				w[k] -= adv[i] / n
 			}
 		}
-		return ratioStats{}, b.runStep(b.in)
+		return ratioStats{trained: batch.Tokens()}, b.runStep(b.in)
 	}
 	old := b.oldLog.data()
 	for k, e := range b.model.TrainableEntries() {
@@ -101,7 +101,7 @@ func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv []float64) (
 	// PPO's approximate KL and clip fraction over the batch's tokens after
 	// the updates.
 	now := b.model.Probs()
-	var rs ratioStats
+	rs := ratioStats{trained: epochs * batch.Tokens()}
 	for _, e := range batch.Entries {
 		if k := b.paramOf[e]; k >= 0 {
 			rs.add(now[e]/math.Exp(old[k]), cfg.Clip)

@@ -46,10 +46,11 @@ type Row struct {
 	// MaxBoundRatio is the largest BoundRatio of every step so far, logged
 	// or not (pretrain).
 	MaxBoundRatio float64 `json:"max_bound_ratio,omitempty"`
-	// Sampled trainers: transitions and rollouts sampled so far, and the
+	// Sampled trainers: transitions and rollouts sampled so far, tokens
+	// trained so far (summed over epochs; see ratioStats.trained), and the
 	// latest batch.
-	Tokens, Rollouts int
-	Batch            BatchStats
+	Tokens, Rollouts, TrainedTokens int
+	Batch                           BatchStats
 }
 
 // measure computes the metrics of the current policy.
@@ -71,7 +72,7 @@ func (t *Trainer) measure(ctx context.Context) (Row, error) {
 			return row, err
 		}
 		row.Objective = 1 - t.cfg.Beta*est // J with the length penalty, no horizon
-		row.Tokens, row.Rollouts, row.Batch = t.smp.tokens, t.smp.rollouts, t.smp.batch
+		row.Tokens, row.Rollouts, row.TrainedTokens, row.Batch = t.smp.tokens, t.smp.rollouts, t.smp.trained, t.smp.batch
 	}
 	return row, nil
 }

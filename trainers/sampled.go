@@ -30,6 +30,7 @@ func (v vec) data() []float64 { return v.val.Data().([]float64) }
 // critic (baseline "gae") and the fork-incoming states (baseline "fork").
 type sampled struct {
 	tokens, rollouts int // sampled so far
+	trained          int // trained so far (ratioStats.trained)
 	batch            BatchStats
 	critic           *critic
 	fork             []bool
@@ -86,6 +87,7 @@ func (t *Trainer) sampledStep(ctx context.Context) error {
 		return err
 	}
 	rs.record(&s.batch)
+	s.trained += rs.trained
 	return nil
 }
 
@@ -120,7 +122,13 @@ func (s *sampled) record(b *eval.Batch, horizon int) []int {
 // ratioStats accumulates, over the tokens of a batch, PPO's approximate KL
 // (r - 1) - log r and the count of ratios r = pi/pi_old outside
 // [1-clip, 1+clip].
-type ratioStats struct{ kl, clipped, n float64 }
+type ratioStats struct {
+	kl, clipped, n float64
+	// trained counts the tokens whose loss the update differentiated
+	// through the whole model, summed over epochs (a transformer trains a
+	// subsample of windows; its table pass is not counted).
+	trained int
+}
 
 func (rs *ratioStats) add(r, clip float64) {
 	rs.kl += (r - 1) - math.Log(r)

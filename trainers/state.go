@@ -14,6 +14,7 @@ import (
 type counters struct {
 	Tokens   int             `json:"tokens"`
 	Rollouts int             `json:"rollouts"`
+	Trained  int             `json:"trained_tokens"`
 	Batch    BatchStats      `json:"batch"`
 	Learner  json.RawMessage `json:"learner"`
 }
@@ -29,7 +30,7 @@ func (t *Trainer) Checkpoint(config json.RawMessage) (*checkpoints.Checkpoint, e
 	}
 	c := counters{Learner: json.RawMessage("null")}
 	if t.smp != nil {
-		c.Tokens, c.Rollouts, c.Batch = t.smp.tokens, t.smp.rollouts, t.smp.batch
+		c.Tokens, c.Rollouts, c.Trained, c.Batch = t.smp.tokens, t.smp.rollouts, t.smp.trained, t.smp.batch
 	}
 	if st := t.l.state(); st != nil {
 		if c.Learner, err = json.Marshal(st); err != nil {
@@ -76,7 +77,7 @@ func (t *Trainer) Restore(ck *checkpoints.Checkpoint) error {
 		return fmt.Errorf("trainers: restore: counters: %w", err)
 	}
 	if t.smp != nil {
-		t.smp.tokens, t.smp.rollouts, t.smp.batch = c.Tokens, c.Rollouts, c.Batch
+		t.smp.tokens, t.smp.rollouts, t.smp.trained, t.smp.batch = c.Tokens, c.Rollouts, c.Trained, c.Batch
 		if cr := t.smp.critic; cr != nil {
 			v, err := ck.Tensor("critic", len(cr.v))
 			if err != nil {

@@ -152,7 +152,7 @@ func newTransformer(t *Trainer, s Setup) (*transformer, error) {
 			return nil, fmt.Errorf("trainers: transformer heads %d: init identity's width is the vocabulary, %d: want a divisor of it (%s)", opts.Heads, tcfg.Dim, divisors(tcfg.Dim))
 		}
 	}
-	if err := checkMemory(g, cfg, opts, tcfg); err != nil {
+	if err := checkMemory(g, cfg, opts, tcfg, start.HittingTime); err != nil {
 		return nil, err
 	}
 	if l.tr, err = nn.NewTransformerFromBigram(tcfg, logits, rand.New(rand.NewPCG(cfg.Seed, 0x3c6ef372fe94f82b))); err != nil {

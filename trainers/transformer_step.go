@@ -21,6 +21,7 @@ type agent struct {
 	l    *transformer
 	s    *nn.TransformerSampler
 	logp []float64 // the last Push's row (the sampler's buffer)
+	last int       // the state the last transition left
 }
 
 // newAgent makes agents sampling the transformer's current parameters, one
@@ -40,7 +41,7 @@ func (a *agent) Next(s int, rng *rand.Rand) (int, float64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	a.logp = logp
+	a.logp, a.last = logp, s
 	lo, u := g.Offsets[s], rng.Float64()
 	if !a.l.t.trained[s] {
 		e := lo + eval.Draw(a.l.ref[lo:g.Offsets[s+1]], u)
@@ -159,6 +160,7 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64)
 	for i := range seqs {
 		mini[i%m] = append(mini[i%m], i)
 	}
+	trained := 0 // positions of the windows trained, over the epochs
 	var (
 		tables   []tableTokens // the table pass's tokens, per minibatch
 		b0       []float64     // B at sampling
@@ -167,7 +169,7 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64)
 	if l.table != nil {
 		ls := l.tr.Learnables()
 		b0 = append([]float64(nil), ls[len(ls)-1].Value().Data().([]float64)...)
-		rowStart = rowStarts(l.t.g, states)
+		rowStart = rowStarts(l.t.g, l.t.trained, ab, states)
 		for mb, rs := range mini {
 			tables = append(tables, l.tableTokensOf(ab, states, rs, mb, m))
 		}
@@ -190,6 +192,9 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64)
 				wins[k].seq = rs[wins[k].seq]
 			}
 			wins = l.budget(wins, m, epoch, mb)
+			for _, w := range wins {
+				trained += w.to - w.train
+			}
 			var fill func(pos, item int)
 			if cfg.Trainer == Reinforce {
 				fill = func(pos, item int) { l.w.data()[pos] = -adv[item] / n }
@@ -218,9 +223,11 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64)
 		}
 	}
 	if cfg.Trainer != PPO {
-		return ratioStats{}, nil
+		return ratioStats{trained: trained}, nil
 	}
-	return l.ratios(seqs, ab)
+	rs, err := l.ratios(seqs, ab)
+	rs.trained = trained
+	return rs, err
 }
 
 // ratios are PPO's approximate KL and clip fraction after the updates,

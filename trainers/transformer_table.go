@@ -2,7 +2,6 @@ package trainers
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -32,31 +31,20 @@ import (
 // windows graph keeps PPO's clipped surrogate for the rest).
 
 // rowAgent is an agent that also reports the row of log-probabilities it
-// drew from (eval.RowAgent): the table pass needs every token's row.
-type rowAgent struct {
-	*agent
-	row []float64
-}
+// drew from (eval.RowAgent) at the states the table pass trains: the
+// sampler's own row, not a copy (the recorder appends it before the next
+// token); at the fixed rows, which the table pass skips, an empty one.
+// (Copying every row and taking the log of the fixed rows' reference
+// probabilities halved the rollouts' speed at the paper's size.)
+type rowAgent struct{ *agent }
 
-func (a *rowAgent) Next(s int, rng *rand.Rand) (int, float64, error) {
-	g := a.l.t.g
-	e, lp, err := a.agent.Next(s, rng)
-	if err != nil {
-		return e, lp, err
+// LastRow is the row of the last transition, empty at a fixed row.
+func (a *rowAgent) LastRow() []float64 {
+	if !a.l.t.trained[a.last] {
+		return nil
 	}
-	a.row = a.row[:0]
-	if a.l.t.trained[s] {
-		a.row = append(a.row, a.agent.logp...)
-	} else {
-		for _, p := range a.l.ref[g.Offsets[s]:g.Offsets[s+1]] {
-			a.row = append(a.row, math.Log(p))
-		}
-	}
-	return e, lp, err
+	return a.agent.logp
 }
-
-// LastRow is the row of the last transition.
-func (a *rowAgent) LastRow() []float64 { return a.row }
 
 // newRowAgent makes row-reporting agents on one snapshot (see newAgent).
 func (l *transformer) newRowAgent() func() (eval.Agent, error) {
@@ -77,21 +65,13 @@ type table struct {
 	offsets, w           []float64
 }
 
-// newTable builds the table pass's graph for the learner's graph: the
-// slots of a fill are the largest row of a trained state.
+// newTable builds the table pass's graph.
 func (l *transformer) newTable() (*table, error) {
-	g := l.t.g
-	slots := 1
-	for s := range g.NumStates() {
-		if l.t.trained[s] {
-			slots = max(slots, g.Offsets[s+1]-g.Offsets[s])
-		}
-	}
 	ls := l.tr.Learnables()
 	b := ls[len(ls)-1] // B, last
 	gr := G.NewGraph()
 	tb := G.NewVector(gr, G.Float64, G.WithShape(b.Shape()[0]), G.WithName("B"), G.WithValue(b.Value())) // shares B's values
-	loss, err := nn.NewTableLoss(tb, tableChunk, slots)
+	loss, err := nn.NewTableLoss(tb, tableChunk)
 	if err != nil {
 		return nil, err
 	}
@@ -109,28 +89,30 @@ func (l *transformer) newTable() (*table, error) {
 // that the expected gradient is the full one; seeded by the step and the
 // minibatch, so a resumed run draws the same subsets.
 type tableTokens struct {
-	tokens []int   // batch indices, in batch order
-	scale  float64 // each token's weight: the inverse sampling rate
+	tokens   []int   // batch indices, in batch order
+	rollouts []int32 // each token's rollout
+	scale    float64 // each token's weight: the inverse sampling rate
 }
 
 func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []int, mb, m int) tableTokens {
-	var toks []int
+	var out tableTokens
 	for _, i := range rs {
 		for t := ab.Starts[i]; t < ab.Starts[i+1]; t++ {
 			if l.t.trained[states[t]] {
-				toks = append(toks, t)
+				out.tokens, out.rollouts = append(out.tokens, t), append(out.rollouts, int32(i))
 			}
 		}
 	}
-	out := tableTokens{tokens: toks, scale: 1}
-	if k := l.opts.TableTokens / m; l.opts.TableTokens > 0 && len(toks) > k {
+	out.scale = 1
+	if k := l.opts.TableTokens / m; l.opts.TableTokens > 0 && len(out.tokens) > k {
 		rng := rand.New(rand.NewPCG(l.t.stepSeed()^0x13198a2e03707344, uint64(mb)))
-		pick := rng.Perm(len(toks))[:k]
+		pick := rng.Perm(len(out.tokens))[:k]
 		slices.Sort(pick)
+		sub := tableTokens{tokens: make([]int, k), rollouts: make([]int32, k), scale: float64(len(out.tokens)) / float64(k)}
 		for j, p := range pick {
-			pick[j] = toks[p]
+			sub.tokens[j], sub.rollouts[j] = out.tokens[p], out.rollouts[p]
 		}
-		out = tableTokens{tokens: pick, scale: float64(len(toks)) / float64(k)}
+		out = sub
 	}
 	return out
 }
@@ -139,7 +121,7 @@ func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []in
 // weighted log-likelihood sum_t w_t log pi(token t), w_t = -A_t scale / n,
 // at B's current values with each token's correction (its sampled row
 // minus B at sampling, b0; rowStart[t] is where token t's row starts in
-// ab.Rows) held constant, summed over fills of the table's graph and
+// its rollout's ab.Rows) held constant, summed over fills of the table's graph and
 // applied by the table's solver.
 func (l *transformer) tableStep(tb *table, ab *eval.AgentBatch, states []int32, rowStart []int, b0 []float64, in tableTokens, adv []float64, n float64) error {
 	if len(in.tokens) == 0 {
@@ -149,10 +131,10 @@ func (l *transformer) tableStep(tb *table, ab *eval.AgentBatch, states []int32, 
 	for c := 0; c < len(in.tokens); c += tableChunk {
 		tb.entries, tb.offsets, tb.rows = tb.entries[:0], tb.offsets[:0], append(tb.rows[:0], 0)
 		tb.taken, tb.w = tb.taken[:0], tb.w[:0]
-		for _, k := range in.tokens[c:min(c+tableChunk, len(in.tokens))] {
+		for j, k := range in.tokens[c:min(c+tableChunk, len(in.tokens))] {
 			s := int(states[k])
 			lo, hi := g.Offsets[s], g.Offsets[s+1]
-			row := ab.Rows[rowStart[k]:rowStart[k+1]]
+			row := ab.Rows[in.rollouts[c+j]][rowStart[k]:][:hi-lo]
 			for e := lo; e < hi; e++ {
 				tb.entries = append(tb.entries, e)
 				tb.offsets = append(tb.offsets, row[e-lo]-b0[e])
@@ -174,12 +156,19 @@ func (l *transformer) tableStep(tb *table, ab *eval.AgentBatch, states []int32, 
 	return nil
 }
 
-// rowStarts is where each token's row starts in a batch's Rows: token t's
-// row holds as many values as its state has valid next states.
-func rowStarts(g *tasks.Graph, states []int32) []int {
-	out := make([]int, len(states)+1)
-	for t, s := range states {
-		out[t+1] = out[t] + g.Offsets[s+1] - g.Offsets[s]
+// rowStarts is where each token's row starts in its rollout's Rows: token
+// t's row holds as many values as its state has valid next states when the
+// state is trained, none otherwise (rowAgent).
+func rowStarts(g *tasks.Graph, trained []bool, ab *eval.AgentBatch, states []int32) []int {
+	out := make([]int, len(states))
+	for i := range len(ab.Starts) - 1 {
+		at := 0
+		for t := ab.Starts[i]; t < ab.Starts[i+1]; t++ {
+			out[t] = at
+			if s := states[t]; trained[s] {
+				at += g.Offsets[s+1] - g.Offsets[s]
+			}
+		}
 	}
 	return out
 }

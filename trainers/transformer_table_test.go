@@ -48,7 +48,7 @@ func newTableFixture(t *testing.T, tableTokens int) *tableFixture {
 	}
 	f := &tableFixture{tf: tf, ab: ab, b0: append([]float64(nil), vals[len(vals)-1]...)}
 	f.states, _ = ab.States(g)
-	f.rowStart = rowStarts(g, f.states)
+	f.rowStart = rowStarts(g, f.tf.t.trained, ab, f.states)
 	for range ab.Entries {
 		f.adv = append(f.adv, rng.NormFloat64())
 	}

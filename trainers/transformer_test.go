@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,26 +254,46 @@ func TestTransformerRLVR(t *testing.T) {
 		last.HittingTime, last.HittingTimeCI95, tr.Limit(), tr.Steps(), last.Rollouts, last.Tokens, time.Since(start).Round(time.Millisecond))
 }
 
-// BenchmarkTransformerPPOStep times PPO iterations of the transformer at
-// W=K=3, L=2 from the pretrained bigram (64 rollouts, 2 epochs of 2
-// minibatches), reporting trained tokens (tokens x epochs) per second.
+// BenchmarkTransformerPPOStep times PPO iterations of the transformer with
+// its defaults (width 64, 128 rollouts, 2 epochs of 2 minibatches, the
+// table pass on every token) from the pretrained bigram, at W=K=3, L=2
+// and at the paper's W=K=15, L=5 (about 6.5M sampled tokens a step; run
+// it with -benchtime 3x), with learning rates of 1e-12 to keep the policy
+// and the batch size fixed. It reports sampled tokens per second, tokens
+// trained through the whole model (the windows, over the epochs) per
+// second, and seconds per step.
 func BenchmarkTransformerPPOStep(b *testing.B) {
-	g := graph(b, tasks.Config{W: 3, K: 3, L: 2})
-	cfg := ppoConfig()
-	cfg.Optim.LR = 1e-12 // keep the policy (and the batch size) fixed
-	tr := newTrainer(b, cfg, DefaultTransformerOptions(), g, nil)
-	if _, err := tr.measure(context.Background()); err != nil {
-		b.Fatal(err)
+	for _, c := range []struct {
+		name string
+		g    tasks.Config
+	}{{"W3K3L2", tasks.Config{W: 3, K: 3, L: 2}}, {"W15K15L5", tasks.Config{W: 15, K: 15, L: 5}}} {
+		b.Run(c.name, func(b *testing.B) {
+			g := graph(b, c.g)
+			cfg := ppoConfig().Resolve(TransformerModel)
+			cfg.Optim.LR = 1e-12
+			opts := DefaultTransformerOptions()
+			opts.TableLR = 1e-12
+			tr := newTrainer(b, cfg, opts, g, nil)
+			if _, err := tr.measure(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			if err := tr.Step(context.Background()); err != nil { // warm up: the batch buffers grow once
+				b.Fatal(err)
+			}
+			sampled, trained := 0, 0
+			for b.Loop() {
+				s0, t0 := tr.smp.tokens, tr.smp.trained
+				if err := tr.Step(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				sampled, trained = sampled+tr.smp.tokens-s0, trained+tr.smp.trained-t0
+			}
+			sec := b.Elapsed().Seconds()
+			b.ReportMetric(float64(sampled)/sec, "sampled-tokens/s")
+			b.ReportMetric(float64(trained)/sec, "trained-tokens/s")
+			b.ReportMetric(sec/float64(b.N), "s/step")
+		})
 	}
-	tokens := 0
-	for b.Loop() {
-		before := tr.smp.tokens
-		if err := tr.Step(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		tokens += tr.smp.tokens - before
-	}
-	b.ReportMetric(float64(tokens*cfg.Epochs)/b.Elapsed().Seconds(), "train-tokens/s")
 }
 
 // BenchmarkTransformerRollouts times the transformer's batched rollouts at
@@ -378,4 +399,32 @@ func TestSubsampledGradientIsUnbiased(t *testing.T) {
 		t.Errorf("mean of %d subsampled steps is %.3g from the full step (norm %.3g), standard error %.3g", draws, diff, norm, se)
 	}
 	t.Logf("|mean - full| = %.3g, standard error %.3g, |full| = %.3g", diff, se, norm)
+}
+
+// TestTransformerMemoryRefused: a transformer too large for the memory
+// budget is refused before anything is allocated, naming the budget and
+// what to lower: a huge context, and at the paper's size a batch of
+// rollouts that would not fit (a million rollouts of about 50,000 tokens).
+func TestTransformerMemoryRefused(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		g        tasks.Config
+		rollouts int
+		context  int
+		want     string
+	}{
+		{"context", tasks.Config{W: 3, K: 2, L: 2}, 0, 100_000_000, "lower -rollouts, -context"},
+		{"batch", tasks.Config{W: 15, K: 15, L: 5}, 1_000_000, 0, "1000000 rollouts of about 50141 tokens"},
+	} {
+		cfg := ppoConfig()
+		cfg.Rollouts = c.rollouts
+		opts := DefaultTransformerOptions()
+		if c.context > 0 {
+			opts.Context = c.context
+		}
+		_, err := New(cfg, graph(t, c.g), Setup{Model: TransformerModel, Transformer: opts})
+		if err == nil || !strings.Contains(err.Error(), "max_bytes") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want a refusal naming max_bytes and %q", c.name, err, c.want)
+		}
+	}
 }

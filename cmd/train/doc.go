@@ -134,7 +134,7 @@
 //	-table-tokens N        tokens per update of the logit table's own pass (sampled
 //	                       RLVR with -init-mode table: the table learns from every
 //	                       sampled token, as the bigram does, up to this many, an
-//	                       unbiased random subset beyond) (1048576; 0: all)
+//	                       unbiased random subset beyond) (0, the default: all)
 //	-eval-rollouts N       Monte Carlo rollouts behind each metrics row (2000), fewer
 //	-eval-tokens N         while the hitting time is long: at most N sampled tokens
 //	                       (20M), never fewer than 200 rollouts
