@@ -13,53 +13,6 @@ import (
 	"github.com/rlvr-backtrack/backtrack/nn"
 )
 
-// agent samples the transformer as an eval.Agent with a KV-cache sampler
-// (no graph per token). The rows the paper fixes (fork-incoming: uniform,
-// leaf-incoming: bounce) are drawn from the starting bigram, as the
-// bigram's frozen rows are.
-type agent struct {
-	l    *transformer
-	s    *nn.TransformerSampler
-	logp []float64 // the last Push's row (the sampler's buffer)
-	last int       // the state the last transition left
-}
-
-// newAgent makes agents sampling the transformer's current parameters, one
-// per worker of eval's parallel rollouts, all reading one snapshot of the
-// sampling tables (computed once here).
-func (l *transformer) newAgent() func() (eval.Agent, error) {
-	snap := l.tr.Snapshot()
-	return func() (eval.Agent, error) { return &agent{l: l, s: snap.Sampler()}, nil }
-}
-
-// Start empties the sampler's cache and, with a prompt, caches the target.
-func (a *agent) Start(target int) error { return a.s.ResetAt(0, a.l.prompt(target)) }
-
-func (a *agent) Next(s int, rng *rand.Rand) (int, float64, error) {
-	g := a.l.t.g
-	logp, err := a.s.Push(s)
-	if err != nil {
-		return 0, 0, err
-	}
-	a.logp, a.last = logp, s
-	lo, u := g.Offsets[s], rng.Float64()
-	if !a.l.t.trained[s] {
-		e := lo + eval.Draw(a.l.ref[lo:g.Offsets[s+1]], u)
-		return e, math.Log(a.l.ref[e]), nil
-	}
-	j := eval.Draw(a.s.Probs(), u)
-	return lo + j, logp[j], nil
-}
-
-// rollouts samples the transformer into the learner's buffers: the batch
-// is valid until the next call.
-func (l *transformer) rollouts(ctx context.Context, n, horizon int, seed uint64) (*eval.AgentBatch, error) {
-	if l.table != nil {
-		return l.buf.AgentRollouts(ctx, l.t.g, l.newRowAgent(), n, horizon, seed)
-	}
-	return l.buf.AgentRollouts(ctx, l.t.g, l.newAgent(), n, horizon, seed)
-}
-
 // pass runs the windows of one minibatch through the graph, filling the
 // loss constants of each trained position with fill(position, item), and
 // takes one optimiser step on the summed gradient. Sequence i's transition

@@ -30,28 +30,6 @@ import (
 // without its clipping (rarely active at the table's small rate; the
 // windows graph keeps PPO's clipped surrogate for the rest).
 
-// rowAgent is an agent that also reports the row of log-probabilities it
-// drew from (eval.RowAgent) at the states the table pass trains: the
-// sampler's own row, not a copy (the recorder appends it before the next
-// token); at the fixed rows, which the table pass skips, an empty one.
-// (Copying every row and taking the log of the fixed rows' reference
-// probabilities halved the rollouts' speed at the paper's size.)
-type rowAgent struct{ *agent }
-
-// LastRow is the row of the last transition, empty at a fixed row.
-func (a *rowAgent) LastRow() []float64 {
-	if !a.l.t.trained[a.last] {
-		return nil
-	}
-	return a.agent.logp
-}
-
-// newRowAgent makes row-reporting agents on one snapshot (see newAgent).
-func (l *transformer) newRowAgent() func() (eval.Agent, error) {
-	snap := l.tr.Snapshot()
-	return func() (eval.Agent, error) { return &rowAgent{agent: &agent{l: l, s: snap.Sampler()}}, nil }
-}
-
 // tableChunk is the table pass's tokens per fill of its graph.
 const tableChunk = 1 << 15
 

@@ -1,0 +1,221 @@
+package trainers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/tasks"
+)
+
+// BenchmarkRLVRStep times one exact RLVR step at the paper's size (exact
+// analysis, advantages, the autodiff step, the sign update), from the
+// pretrained policy (every branch alike: solved once) and from random
+// logits (every branch solved).
+func BenchmarkRLVRStep(b *testing.B) {
+	g := graph(b, tasks.DefaultConfig())
+	for _, init := range []struct {
+		name   string
+		logits []float64
+	}{{"symmetric", nil}, {"asymmetric", randomLogits(g, 1)}} {
+		b.Run(init.name, func(b *testing.B) {
+			tr, err := New(DefaultConfig(), g, Setup{Init: init.logits})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tr.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tr.measure(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				if err := tr.Step(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(modelOf(tr).NumParams()), "params")
+		})
+	}
+}
+
+// TestResumeIsBitIdentical: stopping after some steps, snapshotting into a
+// fresh trainer and continuing gives the same metrics bit for bit as an
+// uninterrupted run, for every optimiser and trainer.
+func TestResumeIsBitIdentical(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	for _, tc := range []struct{ trainer, opt, baseline string }{
+		{"rlvr-exact", "sign", ""}, {"rlvr-exact", "sgd", ""}, {"rlvr-exact", "adam", ""}, {"pretrain", "adam", ""},
+		{"sft", "adam", ""}, {"ppo", "adam", "state"}, {"ppo", "adam", "gae"}, {"reinforce", "sgd", "state-target"},
+	} {
+		cfg := DefaultConfig()
+		cfg.Trainer, cfg.Optim.Name, cfg.Steps, cfg.Until, cfg.LogEvery = Kind(tc.trainer), tc.opt, 40, 0, 1
+		if tc.baseline != "" {
+			cfg.Baseline = tc.baseline
+		}
+		cfg.Rollouts, cfg.Minibatches = 8, 2
+		if tc.opt == "sgd" {
+			cfg.Optim.LR = 1e-4
+		}
+		collect := func(tr *Trainer, ctx context.Context, out *[]string) {
+			tr.Run(ctx, Hooks{Row: func(r Row) error { *out = append(*out, fmt.Sprintf("%+v", r)); return nil }})
+		}
+		a, _ := New(cfg, g, Setup{})
+		var full []string
+		collect(a, context.Background(), &full)
+		a.Close()
+		// Interrupted at step 23.
+		b, _ := New(cfg, g, Setup{})
+		var part []string
+		ctx, cancel := context.WithCancel(context.Background())
+		b.Run(ctx, Hooks{Row: func(r Row) error {
+			part = append(part, fmt.Sprintf("%+v", r))
+			if r.Step == 23 {
+				cancel()
+			}
+			return nil
+		}})
+		st, err := b.Checkpoint(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		c, _ := New(cfg, g, Setup{})
+		if err := c.Restore(st); err != nil {
+			t.Fatalf("%v: %v", tc, err)
+		}
+		var rest []string
+		collect(c, context.Background(), &rest)
+		c.Close()
+		resumed := append(part[:len(part)-1], rest...) // step 23 is measured again
+		if len(resumed) != len(full) || len(full) != 41 {
+			t.Fatalf("%v: %d rows resumed, %d uninterrupted", tc, len(resumed), len(full))
+		}
+		for i := range full {
+			if full[i] != resumed[i] {
+				t.Fatalf("%v: row %d differs:\n%s\n%s", tc, i, full[i], resumed[i])
+			}
+		}
+	}
+}
+
+// TestHeadlineExperiment is the default job (Figures 3-4): W=K=15, L=5,
+// exact RLVR, sign descent with lr 0.01 from the pretrained bigram. It
+// starts at H_0 = 50141, ends within 0.1% of the converged policy's 899,
+// with every a_j, b_j, c_j, d_j above 0.999.
+func TestHeadlineExperiment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about a second")
+	}
+	g := graph(t, tasks.DefaultConfig())
+	tr, err := New(DefaultConfig(), g, Setup{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var first Row
+	last, err := tr.Run(context.Background(), Hooks{Row: func(r Row) error {
+		if r.Step == 0 {
+			first = r
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(first.HittingTime-50141) > 1e-9*50141 {
+		t.Errorf("initial hitting time %v, want H_0 = 50141", first.HittingTime)
+	}
+	if tr.Limit() != 899 || math.Abs(last.HittingTime-899) > 1e-3*899 {
+		t.Errorf("final hitting time %v, limit %v: want within 0.1%% of 899", last.HittingTime, tr.Limit())
+	}
+	for _, d := range last.Depths {
+		if min(d.A, d.B, d.C, d.D) <= 0.999 {
+			t.Errorf("depth %d: a,b,c,d = %.6f %.6f %.6f %.6f, want all above 0.999", d.Depth, d.A, d.B, d.C, d.D)
+		}
+	}
+	t.Logf("converged in %d steps: hitting time %.6f", tr.Steps(), last.HittingTime)
+}
+
+// TestStallDetected: at W=15, K=30, L=5 sign descent with lr 0.01 locks
+// into a cycle of its discrete updates (the hitting time alternates between
+// two values near 154308 while depths 4..27 oscillate around their initial
+// probabilities); the run stops with ErrStalled instead of spending its
+// whole budget. lr 0.001 converges (5987 steps, checked with train run).
+func TestStallDetected(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds")
+	}
+	g := graph(t, tasks.Config{W: 15, K: 30, L: 5})
+	cfg := DefaultConfig()
+	cfg.Patience, cfg.LogEvery = 200, 100
+	tr, err := New(cfg, g, Setup{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	last, err := tr.Run(context.Background(), Hooks{})
+	if !errors.Is(err, ErrStalled) {
+		t.Fatalf("got %v, want ErrStalled", err)
+	}
+	if last.HittingTime < 1e5 || tr.Steps() >= cfg.Steps {
+		t.Errorf("stopped at step %d with hitting time %v", tr.Steps(), last.HittingTime)
+	}
+	if last.Depths == nil {
+		t.Error("the last row has no a/b/c/d")
+	}
+}
+
+// TestNumericalFaultStops: a step size that overflows the logits stops the
+// run with an error naming the step and the quantity, and no NaN reaches
+// the parameters.
+func TestNumericalFaultStops(t *testing.T) {
+	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
+	cfg := DefaultConfig()
+	cfg.Optim = nn.OptimConfig{Name: "sgd", LR: 1e308}
+	tr, err := New(cfg, g, Setup{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	_, err = tr.Run(context.Background(), Hooks{})
+	if err == nil || !strings.Contains(err.Error(), "step ") || !(strings.Contains(err.Error(), "Inf") || strings.Contains(err.Error(), "NaN")) {
+		t.Fatalf("got %v, want an error naming the step and the non-finite quantity", err)
+	}
+	for _, v := range modelOf(tr).Logits() {
+		if math.IsNaN(v) {
+			t.Fatal("a NaN reached the parameters")
+		}
+	}
+	t.Log(err)
+}
+
+// TestDeterministic: the same configuration and seed give bit-identical
+// metrics across runs (sampled distillation data included).
+func TestDeterministic(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	teacher := eval.PolicyRLVRLimit(g)
+	var runs [2][]Row
+	for i := range runs {
+		cfg := DefaultConfig()
+		cfg.Trainer, cfg.DistillTraces, cfg.Seed, cfg.LogEvery = "distill", 300, 7, 1
+		tr, err := New(cfg, g, Setup{Teacher: teacher})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Run(context.Background(), Hooks{Row: func(r Row) error { runs[i] = append(runs[i], r); return nil }})
+		tr.Close()
+	}
+	if len(runs[0]) != len(runs[1]) || len(runs[0]) < 10 {
+		t.Fatalf("%d and %d rows", len(runs[0]), len(runs[1]))
+	}
+	for k := range runs[0] {
+		if runs[0][k].HittingTime != runs[1][k].HittingTime || runs[0][k].Objective != runs[1][k].Objective {
+			t.Fatalf("row %d differs", k)
+		}
+	}
+}

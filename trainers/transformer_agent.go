@@ -1,0 +1,79 @@
+package trainers
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+
+	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/nn"
+)
+
+// agent samples the transformer as an eval.Agent with a KV-cache sampler
+// (no graph per token). The rows the paper fixes (fork-incoming: uniform,
+// leaf-incoming: bounce) are drawn from the starting bigram, as the
+// bigram's frozen rows are.
+type agent struct {
+	l    *transformer
+	s    *nn.TransformerSampler
+	logp []float64 // the last Push's row (the sampler's buffer)
+	last int       // the state the last transition left
+}
+
+// newAgent makes agents sampling the transformer's current parameters, one
+// per worker of eval's parallel rollouts, all reading one snapshot of the
+// sampling tables (computed once here).
+func (l *transformer) newAgent() func() (eval.Agent, error) {
+	snap := l.tr.Snapshot()
+	return func() (eval.Agent, error) { return &agent{l: l, s: snap.Sampler()}, nil }
+}
+
+// Start empties the sampler's cache and, with a prompt, caches the target.
+func (a *agent) Start(target int) error { return a.s.ResetAt(0, a.l.prompt(target)) }
+
+func (a *agent) Next(s int, rng *rand.Rand) (int, float64, error) {
+	g := a.l.t.g
+	logp, err := a.s.Push(s)
+	if err != nil {
+		return 0, 0, err
+	}
+	a.logp, a.last = logp, s
+	lo, u := g.Offsets[s], rng.Float64()
+	if !a.l.t.trained[s] {
+		e := lo + eval.Draw(a.l.ref[lo:g.Offsets[s+1]], u)
+		return e, math.Log(a.l.ref[e]), nil
+	}
+	j := eval.Draw(a.s.Probs(), u)
+	return lo + j, logp[j], nil
+}
+
+// rollouts samples the transformer into the learner's buffers: the batch
+// is valid until the next call.
+func (l *transformer) rollouts(ctx context.Context, n, horizon int, seed uint64) (*eval.AgentBatch, error) {
+	if l.table != nil {
+		return l.buf.AgentRollouts(ctx, l.t.g, l.newRowAgent(), n, horizon, seed)
+	}
+	return l.buf.AgentRollouts(ctx, l.t.g, l.newAgent(), n, horizon, seed)
+}
+
+// rowAgent is an agent that also reports the row of log-probabilities it
+// drew from (eval.RowAgent) at the states the table pass trains: the
+// sampler's own row, not a copy (the recorder appends it before the next
+// token); at the fixed rows, which the table pass skips, an empty one.
+// (Copying every row and taking the log of the fixed rows' reference
+// probabilities halved the rollouts' speed at the paper's size.)
+type rowAgent struct{ *agent }
+
+// LastRow is the row of the last transition, empty at a fixed row.
+func (a *rowAgent) LastRow() []float64 {
+	if !a.l.t.trained[a.last] {
+		return nil
+	}
+	return a.agent.logp
+}
+
+// newRowAgent makes row-reporting agents on one snapshot (see newAgent).
+func (l *transformer) newRowAgent() func() (eval.Agent, error) {
+	snap := l.tr.Snapshot()
+	return func() (eval.Agent, error) { return &rowAgent{agent: &agent{l: l, s: snap.Sampler()}}, nil }
+}
