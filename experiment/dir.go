@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -199,4 +201,42 @@ func writeVocab(dir string, v *tokenizer.Vocab) error {
 		return err
 	}
 	return checkpoints.WriteFileAtomic(filepath.Join(dir, "vocab.txt"), buf.Bytes())
+}
+
+// firstMissing is the outermost folder on the way to dir that does not
+// exist yet (dir itself when only it is missing), or "" when dir exists:
+// what creating dir would create.
+func firstMissing(dir string) string {
+	dir = filepath.Clean(dir)
+	missing := ""
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); !errors.Is(err, fs.ErrNotExist) {
+			return missing
+		}
+		missing = d
+		if filepath.Dir(d) == d {
+			return missing
+		}
+	}
+}
+
+// removeIfOnlyLock removes a run folder that holds nothing but its lock
+// file, and the empty folders above it up to top (the ones its run
+// created): a run refused after taking the lock (a bad -teacher, a graph
+// over the memory budget) leaves no empty folder that looks like a run.
+func removeIfOnlyLock(dir, top string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 || entries[0].Name() != lockFile {
+		return
+	}
+	if os.Remove(filepath.Join(dir, lockFile)) == nil {
+		removeEmpty(dir, top)
+	}
+}
+
+// removeEmpty removes dir and its parents up to top while they are empty.
+func removeEmpty(dir, top string) {
+	dir, top = filepath.Clean(dir), filepath.Clean(top)
+	for d := dir; os.Remove(d) == nil && d != top; d = filepath.Dir(d) {
+	}
 }

@@ -13,6 +13,7 @@ import (
 // run ends (a crash leaves it: remove it by hand once no run uses the
 // folder).
 func lockFolder(dir string) (unlock func(), err error) {
+	created := firstMissing(dir) // "" when dir exists
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, inputf("out %s: %v", dir, err)
 	}
@@ -24,5 +25,10 @@ func lockFolder(dir string) (unlock func(), err error) {
 	}
 	f.WriteString(strconv.Itoa(os.Getpid()) + "\n")
 	f.Close()
-	return func() { os.Remove(path) }, nil
+	return func() {
+		os.Remove(path)
+		if created != "" {
+			removeEmpty(dir, created) // refused before writing anything: leave no folder behind
+		}
+	}, nil
 }

@@ -16,6 +16,7 @@ import (
 // ends (no stale locks). The lock file holds the holder's pid, for the
 // message a second writer gets.
 func lockFolder(dir string) (unlock func(), err error) {
+	created := firstMissing(dir) // "" when dir exists
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, inputf("out %s: %v", dir, err)
 	}
@@ -36,6 +37,9 @@ func lockFolder(dir string) (unlock func(), err error) {
 	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	return func() {
 		f.Truncate(0)
+		if created != "" {
+			removeIfOnlyLock(dir, created) // refused before writing anything: leave no folder behind
+		}
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil

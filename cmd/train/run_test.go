@@ -243,3 +243,27 @@ func TestRunStopsAtOptimum(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedRunLeavesNoFolder: a run refused after it locked its folder
+// (here: a teacher that does not exist) removes the folder it created, so
+// no empty run folder is left behind (nor the folders above it that it
+// created); a folder that existed before stays.
+func TestRefusedRunLeavesNoFolder(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "new", "refused")
+	code, _, errs := runCLI(t, "run", "-trainer", "distill", "-teacher", filepath.Join(dir, "nowhere"), "-W", "2", "-K", "2", "-L", "1", "-out", out)
+	if code != 2 {
+		t.Fatalf("exit %d (%s), want 2", code, errs)
+	}
+	if _, err := os.Stat(filepath.Dir(out)); !os.IsNotExist(err) {
+		t.Errorf("refused run left %s behind (stat: %v)", filepath.Dir(out), err)
+	}
+	kept := filepath.Join(dir, "kept")
+	os.MkdirAll(kept, 0o755)
+	if code, _, errs := runCLI(t, "run", "-trainer", "distill", "-teacher", filepath.Join(dir, "nowhere"), "-W", "2", "-K", "2", "-L", "1", "-out", kept); code != 2 {
+		t.Fatalf("exit %d (%s), want 2", code, errs)
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("a folder that existed before the run was removed: %v", err)
+	}
+}
