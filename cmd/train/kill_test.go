@@ -118,3 +118,34 @@ func TestSIGTERMExits143(t *testing.T) {
 		t.Errorf("stderr %q does not say %q", stderr.String(), want)
 	}
 }
+
+// TestSIGINTDuringEvaluation interrupts a transformer run during its first
+// Monte Carlo evaluation (2000 rollouts of about 13k tokens at W=K=10,
+// L=4: several seconds of sampling): it exits 130 within 1.5 s of the
+// signal, not after the evaluation.
+func TestSIGINTDuringEvaluation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds")
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := trainProcess(t, "run", "-model", "transformer", "-trainer", "ppo", "-W", "10", "-K", "10", "-L", "4", "-out", out)
+	var stderr safeBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // past set-up, inside the step-0 evaluation
+	sent := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	took := time.Since(sent)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want 130; stderr %q", err, stderr.String())
+	}
+	if took > 1500*time.Millisecond {
+		t.Errorf("exited %v after SIGINT, want within 1.5 s", took)
+	}
+	if _, err := os.Stat(filepath.Join(out, experiment.SummaryFile)); err == nil {
+		t.Errorf("an interrupted run wrote %s", experiment.SummaryFile)
+	}
+}
