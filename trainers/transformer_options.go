@@ -96,7 +96,7 @@ func (o TransformerOptions) Validate() error {
 		}
 	case "identity":
 		if o.Dim != 0 {
-			return fmt.Errorf("trainers: transformer dim %d: init identity's width is the vocabulary: leave dim at 0", o.Dim)
+			return fmt.Errorf("trainers: transformer dim %d: init identity's width is the vocabulary: set dim to 0 (-dim 0, or \"dim\": 0 in a config file)", o.Dim)
 		}
 	default:
 		return fmt.Errorf("trainers: transformer init %q: want table or identity", o.Init)

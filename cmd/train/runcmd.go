@@ -84,6 +84,9 @@ func parseRun(args []string, stdout io.Writer) (runArgs, error) {
 	}
 	rc.Graph = g
 	if rc.Model == trainers.TransformerModel {
+		if set["init-mode"] && tf.Init == "identity" && !set["dim"] {
+			tf.Dim = 0 // identity's width is the vocabulary: -dim's default 64 is table's
+		}
 		rc.Transformer = &tf
 	} else {
 		for _, name := range transformerFlags {

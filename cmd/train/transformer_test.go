@@ -78,3 +78,18 @@ func TestRunTransformer(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentityInitNeedsNoDim: -init-mode identity alone runs (its width is
+// the vocabulary; -dim's default belongs to the table initialisation),
+// while an explicit -dim with it is refused in one line.
+func TestIdentityInitNeedsNoDim(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"run", "-model", "transformer", "-trainer", "ppo", "-init-mode", "identity", "-W", "2", "-K", "2", "-L", "1", "-steps", "1", "-eval-rollouts", "200"}
+	if code, _, errs := runCLI(t, append(args, "-out", filepath.Join(dir, "a"))...); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	code, _, errs := runCLI(t, append(args, "-dim", "64", "-out", filepath.Join(dir, "b"))...)
+	if code != 2 || !strings.Contains(errs, "set dim to 0") || strings.Count(errs, "\n") != 1 {
+		t.Errorf("-dim 64 with identity: exit %d, stderr %q; want exit 2, one line saying to set dim to 0", code, errs)
+	}
+}
