@@ -20,11 +20,11 @@ import (
 // limit (the transformer's with its whole 95% interval) or the step cap;
 // the bigram learns at the transformer's table rate (Adam 0.025), the
 // transformer's attention and embeddings at Adam 0.001. -quick adds the
-// transformer with a target prompt and runs a fixed 150 steps. It writes
+// transformer with a target prompt and runs a fixed 100 steps. It writes
 // learners.csv, hitting_time.png and learners.md.
 func (r *reproducer) fig7(dir string) (string, string, error) {
 	k, l := r.sized(15, 3), r.sized(5, 2)
-	steps, until := r.sized(3000, 150), 0.05
+	steps, until := r.sized(3000, 100), 0.05
 	if r.quick {
 		until = 0
 	}
