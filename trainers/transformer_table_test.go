@@ -137,24 +137,8 @@ func TestTableTokensUnbiased(t *testing.T) {
 	full := newTableFixture(t, 0).step(t)
 	f := newTableFixture(t, 0)
 	f.tf.opts.TableTokens = f.ab.Tokens() / 6
-	mean, sq := make([]float64, len(full)), make([]float64, len(full))
-	const draws = 400
-	for d := range draws {
+	checkUnbiased(t, full, 400, func(d int) []float64 {
 		f.tf.t.done = d
-		for i, x := range f.step(t) {
-			mean[i] += x / draws
-			sq[i] += x * x / draws
-		}
-	}
-	var diff, se2, norm float64
-	for i := range full {
-		diff += (mean[i] - full[i]) * (mean[i] - full[i])
-		se2 += (sq[i] - mean[i]*mean[i]) / (draws - 1)
-		norm += full[i] * full[i]
-	}
-	diff, se, norm := math.Sqrt(diff), math.Sqrt(se2), math.Sqrt(norm)
-	if diff > 4*se || se > 0.2*norm || norm == 0 || se == 0 {
-		t.Errorf("mean of %d subsampled steps is %.3g from the full step (norm %.3g), standard error %.3g", draws, diff, norm, se)
-	}
-	t.Logf("|mean - full| = %.3g, standard error %.3g, |full| = %.3g", diff, se, norm)
+		return f.step(t)
+	})
 }

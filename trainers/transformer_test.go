@@ -318,29 +318,13 @@ func TestSubsampledGradientIsUnbiased(t *testing.T) {
 	for _, win := range all {
 		total += win.to - win.train
 	}
-	mean, sq := make([]float64, len(full)), make([]float64, len(full))
-	const draws = 400
-	for d := range draws {
+	checkUnbiased(t, full, 400, func(d int) []float64 {
 		part := subsample(all, total/4, rand.New(rand.NewPCG(11, uint64(d))))
 		if len(part) >= len(all) {
 			t.Fatalf("a budget of a quarter kept %d of %d windows", len(part), len(all))
 		}
-		for i, x := range step(part) {
-			mean[i] += x / draws
-			sq[i] += x * x / draws
-		}
-	}
-	var diff, se2, norm float64
-	for i := range full {
-		diff += (mean[i] - full[i]) * (mean[i] - full[i])
-		se2 += (sq[i] - mean[i]*mean[i]) / (draws - 1)
-		norm += full[i] * full[i]
-	}
-	diff, se, norm := math.Sqrt(diff), math.Sqrt(se2), math.Sqrt(norm)
-	if diff > 4*se || se > 0.2*norm || norm == 0 {
-		t.Errorf("mean of %d subsampled steps is %.3g from the full step (norm %.3g), standard error %.3g", draws, diff, norm, se)
-	}
-	t.Logf("|mean - full| = %.3g, standard error %.3g, |full| = %.3g", diff, se, norm)
+		return step(part)
+	})
 }
 
 // TestTransformerMemoryRefused: a transformer too large for the memory
@@ -369,4 +353,31 @@ func TestTransformerMemoryRefused(t *testing.T) {
 			t.Errorf("%s: got %v, want a refusal naming max_bytes and %q", c.name, err, c.want)
 		}
 	}
+}
+
+// checkUnbiased fails unless the mean of draws subsampled steps (draw(d)
+// for d < draws) is within 4 standard errors of the full step, with a
+// standard error that is not 0 (the draws differ) and below a fifth of
+// the full step's norm (the test can tell).
+func checkUnbiased(t *testing.T, full []float64, draws int, draw func(d int) []float64) {
+	t.Helper()
+	mean, sq := make([]float64, len(full)), make([]float64, len(full))
+	n := float64(draws)
+	for d := range draws {
+		for i, x := range draw(d) {
+			mean[i] += x / n
+			sq[i] += x * x / n
+		}
+	}
+	var diff, se2, norm float64
+	for i := range full {
+		diff += (mean[i] - full[i]) * (mean[i] - full[i])
+		se2 += (sq[i] - mean[i]*mean[i]) / (n - 1)
+		norm += full[i] * full[i]
+	}
+	diff, se, norm := math.Sqrt(diff), math.Sqrt(se2), math.Sqrt(norm)
+	if diff > 4*se || se > 0.2*norm || norm == 0 || se == 0 {
+		t.Errorf("mean of %d subsampled steps is %.3g from the full step (norm %.3g), standard error %.3g", draws, diff, norm, se)
+	}
+	t.Logf("|mean - full| = %.3g, standard error %.3g, |full| = %.3g", diff, se, norm)
 }
