@@ -19,7 +19,7 @@ import (
 // horizon factor 20, seed 1) until their hitting time is within 5% of the
 // limit (the transformer's with its whole 95% interval) or the step cap;
 // the bigram learns at the transformer's table rate (Adam 0.025), the
-// transformer's attention and embeddings at Adam 0.001. -quick adds the
+// transformer's attention and embeddings at Adam 3e-4. -quick adds the
 // transformer with a target prompt and runs a fixed 100 steps. It writes
 // learners.csv, hitting_time.png and learners.md.
 func (r *reproducer) fig7(dir string) (string, string, error) {

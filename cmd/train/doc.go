@@ -146,7 +146,7 @@
 //	bigram                 sign descent at lr 0.01, 256 rollouts, state baseline,
 //	                       horizon factor 2 (the paper's); ppo adam at lr 0.05,
 //	                       reinforce adam at lr 0.1 (tuned at W=K=5, L=3)
-//	transformer            ppo and reinforce: adam at lr 0.001 (the logit table at
+//	transformer            ppo and reinforce: adam at lr 0.0003 (the logit table at
 //	                       -table-lr: 0.025 for ppo, 0.1 for reinforce), 128
 //	                       rollouts, fork baseline, horizon factor 20 (tuned at the
 //	                       paper's size); sft, distill: sign descent at lr 0.01, 256
