@@ -162,9 +162,11 @@ func (l *transformer) newSolver(cfg Config, opts TransformerOptions) (nn.Solver,
 // message. h0 is the starting policy's hitting time: a batch holds about
 // Rollouts x h0 transitions at first (counted twice here: rollouts are long
 // tailed, and the hitting time may rise before it falls), each with its
-// entry, log-probability and, for the table pass, its row, kept once in
-// the workers' buffers and once joined, plus the trainer's per-token
-// states, returns, advantages and tokens.
+// entry and log-probability, kept once in the workers' buffers and once
+// joined, and, for the table pass, its row (kept once, as a view of the
+// workers' buffers, and only at trained states, but still counted twice:
+// a margin), plus the trainer's per-token states, returns, advantages and
+// tokens.
 func checkMemory(g *tasks.Graph, cfg Config, opts TransformerOptions, tc nn.TransformerConfig, h0 float64) error {
 	budget := g.Config.MaxBytes
 	if budget == 0 {

@@ -99,15 +99,7 @@ func TestSIGTERMExits143(t *testing.T) {
 		t.Skip("a second")
 	}
 	out := filepath.Join(t.TempDir(), "run")
-	cmd := trainProcess(t, "run", "-W", "15", "-K", "15", "-L", "5", "-until", "0", "-steps", "100000", "-out", out)
-	var stderr safeBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(700 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGTERM)
-	err := cmd.Wait()
+	_, stderr, err := signalAfter(t, 700*time.Millisecond, syscall.SIGTERM, "run", "-W", "15", "-K", "15", "-L", "5", "-until", "0", "-steps", "100000", "-out", out)
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
 		t.Fatalf("exit: %v, want 143; stderr %q", err, stderr.String())
 	}
@@ -128,17 +120,8 @@ func TestSIGINTDuringEvaluation(t *testing.T) {
 		t.Skip("a few seconds")
 	}
 	out := filepath.Join(t.TempDir(), "run")
-	cmd := trainProcess(t, "run", "-model", "transformer", "-trainer", "ppo", "-W", "10", "-K", "10", "-L", "4", "-out", out)
-	var stderr safeBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond) // past set-up, inside the step-0 evaluation
-	sent := time.Now()
-	cmd.Process.Signal(syscall.SIGINT)
-	err := cmd.Wait()
-	took := time.Since(sent)
+	// 1.5 s: past set-up, inside the step-0 evaluation
+	took, stderr, err := signalAfter(t, 1500*time.Millisecond, syscall.SIGINT, "run", "-model", "transformer", "-trainer", "ppo", "-W", "10", "-K", "10", "-L", "4", "-out", out)
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
 		t.Fatalf("exit: %v, want 130; stderr %q", err, stderr.String())
 	}
@@ -148,4 +131,22 @@ func TestSIGINTDuringEvaluation(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, experiment.SummaryFile)); err == nil {
 		t.Errorf("an interrupted run wrote %s", experiment.SummaryFile)
 	}
+}
+
+// signalAfter starts train with args as a real process, sends it sig after
+// delay and waits: the time from the signal to its exit, its stderr, and
+// the process's error.
+func signalAfter(t *testing.T, delay time.Duration, sig os.Signal, args ...string) (time.Duration, *safeBuffer, error) {
+	t.Helper()
+	cmd := trainProcess(t, args...)
+	stderr := new(safeBuffer)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(delay)
+	sent := time.Now()
+	cmd.Process.Signal(sig)
+	err := cmd.Wait()
+	return time.Since(sent), stderr, err
 }
