@@ -203,6 +203,27 @@ func writeVocab(dir string, v *tokenizer.Vocab) error {
 	return checkpoints.WriteFileAtomic(filepath.Join(dir, "vocab.txt"), buf.Bytes())
 }
 
+// checkVocab refuses to resume a folder whose vocab.txt is not the one the
+// run writes: the token names a reader maps the checkpoint's rows by would
+// be wrong (the file was edited, truncated or copied from another run). A
+// folder without vocab.txt (deleted by hand) is given a new one.
+func checkVocab(dir string, v *tokenizer.Vocab) error {
+	onDisk, err := os.ReadFile(filepath.Join(dir, "vocab.txt"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return &InputError{err}
+	}
+	var want bytes.Buffer
+	if _, err := v.WriteTo(&want); err != nil {
+		return err
+	}
+	if !bytes.Equal(onDisk, want.Bytes()) {
+		return inputf("%s is not this run's vocabulary (edited, truncated or from another run?): delete it and resume to rewrite it", filepath.Join(dir, "vocab.txt"))
+	}
+	return nil
+}
+
 // firstMissing is the outermost folder on the way to dir that does not
 // exist yet (dir itself when only it is missing), or "" when dir exists:
 // what creating dir would create.

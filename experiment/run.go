@@ -191,6 +191,9 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 			return Summary{}, &InputError{fmt.Errorf("checkpoint: %w", err)}
 		}
 		resumeStep = ck.Step
+		if err := checkVocab(cfg.Out, tr.Vocab()); err != nil {
+			return Summary{}, err
+		}
 		// A finished run whose stop rule or step cap is already met has
 		// nothing to do: it is left as it is.
 		if s, err := readSummary(cfg.Out); err == nil {

@@ -245,7 +245,7 @@
 //	train run -trainer distill -teacher runs/fig3-4 -until 0.01
 //	train run -branches "2,2,3;5,1;4,4,4,4" -out runs/hetero
 //	train run -resume runs/fig3-4
-//	train run -model transformer -trainer ppo -W 3 -K 3 -L 2 -steps 300
+//	train run -model transformer -trainer ppo -W 5 -K 5 -L 3
 //	train eval -policy sft-limit
 //	train eval -checkpoint runs/fig3-4 -mc 10000 -json
 //	train reproduce all

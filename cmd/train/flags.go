@@ -27,17 +27,26 @@ func printUsage(fs *flag.FlagSet, w io.Writer) {
 }
 
 // parse parses args, turning flag errors into one-line usage errors; -h
-// prints the flags on stdout.
+// prints the flags on stdout. Arguments after the flags are refused.
 func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q (flags only; see train %s -h)", fs.Name(), fs.Arg(0), fs.Name())
+	}
+	return nil
+}
+
+// parseFlags is parse for a subcommand that takes the arguments after the
+// flags itself (fs.Args()).
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			printUsage(fs, stdout)
 			return errHelp
 		}
 		return usagef("%s: %v (see train %s -h)", fs.Name(), err, fs.Name())
-	}
-	if fs.NArg() > 0 {
-		return usagef("%s: unexpected argument %q (flags only; see train %s -h)", fs.Name(), fs.Arg(0), fs.Name())
 	}
 	return nil
 }

@@ -20,13 +20,18 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", filepath.Join("runs", "reproduce"), "folder for every entry's data, figures and results.md")
 	quick := fs.Bool("quick", false, "run every entry at a reduced size (a smoke test: about a minute)")
 	docs := fs.String("docs", "", "also copy the figures (and, after all, results.md) into this documentation folder, e.g. docs (not with -quick)")
+	// Entry names and flags in any order: train reproduce fig3-4 -quick thm2-sft.
 	var names []string
-	// Entry names come first: train reproduce fig3-4 thm2-sft -quick.
-	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		names, args = append(names, args[0]), args[1:]
-	}
-	if err := parse(fs, args, stdout); err != nil {
-		return err
+	for {
+		for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+			names, args = append(names, args[0]), args[1:]
+		}
+		if err := parseFlags(fs, args, stdout); err != nil {
+			return err
+		}
+		if args = fs.Args(); len(args) == 0 {
+			break
+		}
 	}
 	names, err := reproduce.Check(names)
 	if err != nil {

@@ -53,9 +53,22 @@ func TestReproduceQuick(t *testing.T) {
 }
 
 func TestReproduceBadInput(t *testing.T) {
-	for _, args := range [][]string{{"reproduce"}, {"reproduce", "fig99"}, {"reproduce", "all", "-bogus"}} {
+	for _, args := range [][]string{{"reproduce"}, {"reproduce", "fig99"}, {"reproduce", "all", "-bogus"}, {"reproduce", "-quick", "fig99"}, {"reproduce", "-quick", "thm1-pretrain", "-bogus"}} {
 		if code, _, errs := runCLI(t, args...); code != 2 || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%v: exit %d, %q", args, code, errs)
 		}
+	}
+}
+
+// TestReproduceNamesAfterFlags: entry names may follow the flags, as in
+// train reproduce -out DIR thm1-pretrain -quick.
+func TestReproduceNamesAfterFlags(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, errs := runCLI(t, "reproduce", "-out", out, "thm1-pretrain", "-quick")
+	if code != 0 || !strings.Contains(stdout, "[1/1] thm1-pretrain") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want thm1-pretrain run", code, stdout, errs)
+	}
+	if _, err := os.Stat(filepath.Join(out, "results.md")); err != nil {
+		t.Errorf("results.md: %v", err)
 	}
 }

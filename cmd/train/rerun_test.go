@@ -110,3 +110,29 @@ func TestResumeRefusesEditedConfig(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 2 naming the edited config.json", code, errs)
 	}
 }
+
+// TestResumeChecksVocab: a vocab.txt that is not the run's own (here one
+// name edited) is refused on resume, naming the file; a deleted one is
+// rewritten, byte for byte as the run wrote it.
+func TestResumeChecksVocab(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	interruptAtStep = 5
+	runCLI(t, "run", "-W", "3", "-K", "2", "-L", "2", "-until", "0", "-steps", "20", "-out", dir)
+	interruptAtStep = 0
+	path := filepath.Join(dir, "vocab.txt")
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, []byte(strings.Replace(string(orig), "f>u1.1l", "f>u9.9l", 1)), 0o644)
+	if code, _, errs := runCLI(t, "run", "-resume", dir); code != 2 || !strings.Contains(errs, "vocab.txt is not this run's vocabulary") {
+		t.Errorf("edited vocab.txt: exit %d, stderr %q; want 2 naming vocab.txt", code, errs)
+	}
+	os.Remove(path)
+	if code, _, errs := runCLI(t, "run", "-resume", dir); code != 0 {
+		t.Fatalf("deleted vocab.txt: exit %d, stderr %q; want 0", code, errs)
+	}
+	if got, _ := os.ReadFile(path); string(got) != string(orig) {
+		t.Errorf("rewritten vocab.txt differs from the run's own")
+	}
+}
