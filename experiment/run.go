@@ -166,22 +166,9 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 	if err != nil {
 		return Summary{}, &InputError{err}
 	}
-	s := cfg.setup()
-	if cfg.Train.Trainer.UsesTeacher() {
-		if s.Teacher, err = loadTeacher(cfg.Teacher, g); err != nil {
-			return Summary{}, err
-		}
-	}
-	if cfg.Init != "" {
-		b, err := LoadBigram(cfg.Init, g)
-		if err != nil {
-			return Summary{}, inputf("init (-init) %s: %v", cfg.Init, err)
-		}
-		s.Init = logitsOf(b.Probs)
-	}
-	tr, err := trainers.New(cfg.Train, g, s)
+	tr, err := newTrainer(cfg, g)
 	if err != nil {
-		return Summary{}, &InputError{err} // the configuration cannot be trained
+		return Summary{}, err
 	}
 	defer tr.Close()
 	cfgJSON, _ := json.MarshalIndent(cfg, "", "  ")
@@ -264,6 +251,31 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 		return sum, fmt.Errorf("run stopped at step %d: %w", tr.Steps(), err)
 	}
 	return sum, nil
+}
+
+// newTrainer builds the trainer of a resolved configuration on graph g,
+// reading the distillation teacher and the starting bigram (-init) from
+// their run folders.
+func newTrainer(cfg Config, g *tasks.Graph) (*trainers.Trainer, error) {
+	s := cfg.setup()
+	var err error
+	if cfg.Train.Trainer.UsesTeacher() {
+		if s.Teacher, err = loadTeacher(cfg.Teacher, g); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Init != "" {
+		b, err := LoadBigram(cfg.Init, g)
+		if err != nil {
+			return nil, inputf("init (-init) %s: %v", cfg.Init, err)
+		}
+		s.Init = logitsOf(b.Probs)
+	}
+	tr, err := trainers.New(cfg.Train, g, s)
+	if err != nil {
+		return nil, &InputError{err} // the configuration cannot be trained
+	}
+	return tr, nil
 }
 
 // summarize builds summary.json from the last row.

@@ -161,9 +161,15 @@ func writeJSON(w io.Writer, rep *evalReport) error {
 			obj[k] = v
 		}
 	}
+	return writeIndented(w, obj)
+}
+
+// writeIndented prints v as indented JSON.
+func writeIndented(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(obj)
+	enc.SetEscapeHTML(false) // token names hold '>'
+	return enc.Encode(v)
 }
 
 // mcLine prints a Monte Carlo summary: the mean is over the rollouts that
