@@ -76,11 +76,15 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	var g *tasks.Graph
 	var probs []float64
 	if *ckpt != "" {
-		b, err := experiment.LoadBigram(*ckpt, nil)
+		c, err := experiment.Open(*ckpt)
 		if err != nil {
 			return usagef("eval: -checkpoint %s: %v", *ckpt, err)
 		}
-		g, probs, *trainSource = b.Graph, b.Probs, b.Config.Train.TrainSource
+		defer c.Close()
+		if c.Trainer != nil {
+			return evalTransformer(c, agentEval{n: *mc, horizon: *horizon, seed: *seed, search: *search, json: *asJSON}, stdout)
+		}
+		g, probs, *trainSource = c.Graph, c.Probs, c.Config.Train.TrainSource
 		*policy = "checkpoint " + *ckpt
 	} else {
 		if g, err = tasks.New(cfg); err != nil {
@@ -203,7 +207,26 @@ func writeText(w io.Writer, rep *evalReport) error {
 	if !uniform(rep.Entry) {
 		fmt.Fprintf(w, "entry probabilities from s0 -> f, branch by branch: %s\n", experiment.FormatProbs(rep.Entry))
 	}
-	th := rep.Theory
+	writeTheory(w, rep.Theory)
+	rows, visits, note := rep.ABCD, rep.ABCDVisits, ""
+	if identicalBranches(rows) && identicalBranches(visits) {
+		rows, visits, note = rows[:depthOf(rows)], visits[:depthOf(rows)], " (every branch alike: branch 1 shown)"
+	}
+	fmt.Fprintf(w, "a/b/c/d by depth%s, weighted by visits (the paper's, along the policy's paths), then per copy (a plain mean over every multiedge copy, visited or not):\n", note)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "branch\tdepth\ta\tb\tc\td\ta per copy\tb per copy\tc per copy\td per copy\t")
+	for i, r := range rows {
+		v := visits[i]
+		fmt.Fprintf(tw, "%d\t%d\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t\n", r.Branch, r.Depth, v.A, v.B, v.C, v.D, r.A, r.B, r.C, r.D)
+	}
+	m := rep.ABCDVisitsMean
+	fmt.Fprintf(tw, "mean\t\t%.6f\t%.6f\t%.6f\t%.6f\t\t\t\t\t\n", m.A, m.B, m.C, m.D)
+	return tw.Flush()
+}
+
+// writeTheory prints the paper's predictions on the graph and the exact
+// optimum of the setting.
+func writeTheory(w io.Writer, th eval.Predictions) {
 	fmt.Fprintln(w, "theory:")
 	if th.H0 > 0 {
 		fmt.Fprintf(w, "  %-44s %s\n", "H_0 (pretrained, Appendix B)", num(th.H0))
@@ -227,20 +250,6 @@ func writeText(w io.Writer, rep *evalReport) error {
 		}
 		fmt.Fprintf(w, ": %s\n", map[bool]string{true: "holds", false: "FAILS"}[th.Certified])
 	}
-	rows, visits, note := rep.ABCD, rep.ABCDVisits, ""
-	if identicalBranches(rows) && identicalBranches(visits) {
-		rows, visits, note = rows[:depthOf(rows)], visits[:depthOf(rows)], " (every branch alike: branch 1 shown)"
-	}
-	fmt.Fprintf(w, "a/b/c/d by depth%s, weighted by visits (the paper's, along the policy's paths), then per copy (a plain mean over every multiedge copy, visited or not):\n", note)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "branch\tdepth\ta\tb\tc\td\ta per copy\tb per copy\tc per copy\td per copy\t")
-	for i, r := range rows {
-		v := visits[i]
-		fmt.Fprintf(tw, "%d\t%d\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t\n", r.Branch, r.Depth, v.A, v.B, v.C, v.D, r.A, r.B, r.C, r.D)
-	}
-	m := rep.ABCDVisitsMean
-	fmt.Fprintf(tw, "mean\t\t%.6f\t%.6f\t%.6f\t%.6f\t\t\t\t\t\n", m.A, m.B, m.C, m.D)
-	return tw.Flush()
 }
 
 func depthOf(rows []eval.ABCDRow) int {
