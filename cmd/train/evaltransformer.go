@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/experiment"
@@ -66,6 +67,9 @@ func evalTransformer(c *experiment.Checkpointed, o agentEval, w io.Writer) error
 	if err != nil {
 		return err
 	}
+	if err := experiment.WriteAttention(c.Dir, g.Config.Name(), c.Step, att); err != nil {
+		return err
+	}
 	rep := &transformerReport{Graph: g.Config.Name(), Policy: "checkpoint " + c.Dir, Model: string(c.Config.Model), Step: c.Step,
 		States: g.NumStates(), Transitions: len(g.Next), Theory: c.Trainer.Predictions(), Horizon: o.horizon, Attention: &att, MC: res}
 	if o.json {
@@ -81,7 +85,7 @@ func evalTransformer(c *experiment.Checkpointed, o agentEval, w io.Writer) error
 	if c.Config.Transformer != nil && c.Config.Transformer.Prompt {
 		fmt.Fprintf(w, ", %.2f%% on the prompt", 100*att.OnPrompt)
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "; heat map by position: %s\n", filepath.Join(c.Dir, experiment.AttentionFile))
 	writeTheory(w, rep.Theory)
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,13 +16,19 @@ import (
 // is H_0 = (2W-1)(1+K+K/L)(1+K(L+1)) = 3*5*5 = 75 (Appendix B): the
 // estimate's 95% interval holds it (3 half-widths of slack). The JSON has
 // the bigram's Monte Carlo keys and the attention; the same seed gives the
-// same numbers; -search-agent is refused.
+// same numbers; -search-agent is refused. The run and eval each write the
+// attention heat map.
 func TestEvalTransformerCheckpoint(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tf")
 	if code, _, errs := runCLI(t, "run", "-model", "transformer", "-trainer", "ppo", "-W", "2", "-K", "2", "-L", "1",
 		"-rollouts", "8", "-lr", "1e-12", "-table-lr", "1e-12", "-steps", "1", "-eval-rollouts", "200", "-out", dir); code != 0 {
 		t.Fatalf("run: exit %d: %s", code, errs)
 	}
+	png := filepath.Join(dir, "attention.png")
+	if st, err := os.Stat(png); err != nil || st.Size() == 0 {
+		t.Errorf("the run wrote no attention heat map: %v", err)
+	}
+	os.Remove(png)
 	code, out, errs := runCLI(t, "eval", "-checkpoint", dir, "-json", "-mc", "4000", "-seed", "3")
 	if code != 0 {
 		t.Fatalf("eval: exit %d: %s", code, errs)
@@ -41,6 +48,9 @@ func TestEvalTransformerCheckpoint(t *testing.T) {
 	}
 	if obj["mc_success_rate"].(float64) != 1 || obj["mc_n"].(float64) != 4000 || obj["mc_horizon"].(float64) != 50*75 {
 		t.Errorf("success rate %v, rollouts %v, horizon %v: want 1, 4000 and 50 x 75", obj["mc_success_rate"], obj["mc_n"], obj["mc_horizon"])
+	}
+	if st, err := os.Stat(png); err != nil || st.Size() == 0 {
+		t.Errorf("eval -checkpoint wrote no attention heat map: %v", err)
 	}
 	att := obj["attention"].(map[string]any)
 	if att["attention_on_prompt"].(float64) != 0 || att["positions"].(float64) <= 0 {
