@@ -16,6 +16,13 @@ import (
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
+// stateRow is one state's transition probabilities, by token name.
+type stateRow struct {
+	State string    `json:"state"`
+	Next  []string  `json:"next"`
+	Probs []float64 `json:"probs"`
+}
+
 // evalReport is what train eval prints, as text or as one JSON object.
 type evalReport struct {
 	Graph       string    `json:"graph"`
@@ -31,10 +38,13 @@ type evalReport struct {
 	ABCD           []eval.ABCDRow   `json:"abcd"`
 	ABCDVisits     []eval.ABCDRow   `json:"abcd_visits"`
 	ABCDVisitsMean eval.ABCDRow     `json:"abcd_visits_mean"`
-	Entry          []float64        `json:"entry"` // pi(f -> u_{i,1,l} | s0 -> f), branch by branch
+	ABCDMean       eval.ABCDRow     `json:"abcd_mean"` // the per-copy means pooled over branches, then depths (eval.PerCopyMeans)
+	Entry          []float64        `json:"entry"`     // pi(f -> u_{i,1,l} | s0 -> f), branch by branch
 	Theory         eval.Predictions `json:"theory"`
 	MC             *eval.MCResult   `json:"-"`
-	SearchAgent    bool             `json:"search_agent"` // the mc_* keys describe the search agent's rollouts
+	// TransitionProbs (-probs) is every state's row of the policy.
+	TransitionProbs []stateRow `json:"transition_probs,omitempty"`
+	SearchAgent     bool       `json:"search_agent"` // the mc_* keys describe the search agent's rollouts
 }
 
 func runEval(args []string, stdout, stderr io.Writer) error {
@@ -48,6 +58,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "Monte Carlo seed")
 	search := fs.Bool("search-agent", false, "with -mc: the rollouts are the Corollary's search agent's (never re-enters a used edge state; each refusal costs a step)")
 	ckpt := fs.String("checkpoint", "", "evaluate the model checkpointed in this run folder (its graph and setting come from the checkpoint)")
+	showProbs := fs.Bool("probs", false, "also print every state's transition probabilities (a Markov policy's)")
 	trainSource := fs.Bool("train-source", false, "the optimum of the setting in which RLVR trains the source row s0 -> f (default: it stays uniform)")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
@@ -82,6 +93,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		}
 		defer c.Close()
 		if c.Trainer != nil {
+			if *showProbs {
+				return usagef("eval: -probs: %s holds a transformer, whose probabilities depend on the whole rollout: see train sample %s -probs", *ckpt, *ckpt)
+			}
 			return evalTransformer(c, agentEval{n: *mc, horizon: *horizon, seed: *seed, search: *search, json: *asJSON}, stdout)
 		}
 		g, probs, *trainSource = c.Graph, c.Probs, c.Config.Train.TrainSource
@@ -97,6 +111,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	rep, err := analysePolicy(g, probs, *policy, *trainSource)
 	if err != nil {
 		return err
+	}
+	if *showProbs {
+		rep.TransitionProbs = transitionRows(g, probs)
 	}
 	if *mc > 0 && *horizon == 0 && !*search {
 		// Without a horizon every rollout runs until it hits: refuse work
@@ -141,6 +158,7 @@ func analysePolicy(g *tasks.Graph, probs []float64, name string, trainSource boo
 		Entry: append([]float64(nil), probs[g.Offsets[0]:g.Offsets[1]]...),
 	}
 	rep.ABCDVisits, _, rep.ABCDVisitsMean = res.VisitABCD()
+	_, rep.ABCDMean = eval.PerCopyMeans(rep.ABCD)
 	return rep, nil
 }
 
@@ -219,9 +237,35 @@ func writeText(w io.Writer, rep *evalReport) error {
 		v := visits[i]
 		fmt.Fprintf(tw, "%d\t%d\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t\n", r.Branch, r.Depth, v.A, v.B, v.C, v.D, r.A, r.B, r.C, r.D)
 	}
-	m := rep.ABCDVisitsMean
-	fmt.Fprintf(tw, "mean\t\t%.6f\t%.6f\t%.6f\t%.6f\t\t\t\t\t\n", m.A, m.B, m.C, m.D)
-	return tw.Flush()
+	m, c := rep.ABCDVisitsMean, rep.ABCDMean
+	fmt.Fprintf(tw, "mean\t\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t\n", m.A, m.B, m.C, m.D, c.A, c.B, c.C, c.D)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if rep.TransitionProbs != nil {
+		fmt.Fprintln(w, "transition probabilities, state by state:")
+		for _, r := range rep.TransitionProbs {
+			parts := make([]string, len(r.Next))
+			for i, n := range r.Next {
+				parts[i] = fmt.Sprintf("%s %.4g", n, r.Probs[i])
+			}
+			fmt.Fprintf(w, "  %-16s -> %s\n", r.State, strings.Join(parts, ", "))
+		}
+	}
+	return nil
+}
+
+// transitionRows lists every state's row of the policy probs (CSR order).
+func transitionRows(g *tasks.Graph, probs []float64) []stateRow {
+	out := make([]stateRow, g.NumStates())
+	for s := range out {
+		r := stateRow{State: g.Name(s), Probs: probs[g.Offsets[s]:g.Offsets[s+1]]}
+		for _, n := range g.Row(s) {
+			r.Next = append(r.Next, g.Name(n))
+		}
+		out[s] = r
+	}
+	return out
 }
 
 // writeTheory prints the paper's predictions on the graph and the exact

@@ -16,7 +16,8 @@ import (
 // is H_0 = (2W-1)(1+K+K/L)(1+K(L+1)) = 3*5*5 = 75 (Appendix B): the
 // estimate's 95% interval holds it (3 half-widths of slack). The JSON has
 // the bigram's Monte Carlo keys and the attention; the same seed gives the
-// same numbers; -search-agent is refused. The run and eval each write the
+// same numbers; -search-agent and -probs (a Markov
+// policy's) are refused. The run and eval each write the
 // attention heat map.
 func TestEvalTransformerCheckpoint(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tf")
@@ -63,8 +64,10 @@ func TestEvalTransformerCheckpoint(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Monte Carlo, horizon 3750 (300 rollouts") || !strings.Contains(out, "off the current token") {
 		t.Errorf("text: exit %d: %s%s", code, out, errs)
 	}
-	code, _, errs = runCLI(t, "eval", "-checkpoint", dir, "-mc", "10", "-search-agent")
-	if code != 2 || !strings.Contains(errs, "holds a transformer") {
-		t.Errorf("-search-agent: exit %d, stderr %q; want 2, refused", code, errs)
+	for _, flag := range []string{"-search-agent", "-probs"} {
+		code, _, errs = runCLI(t, "eval", "-checkpoint", dir, "-mc", "10", flag)
+		if code != 2 || !strings.Contains(errs, "holds a transformer") {
+			t.Errorf("%s: exit %d, stderr %q; want 2, refused", flag, code, errs)
+		}
 	}
 }
