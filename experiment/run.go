@@ -19,9 +19,11 @@ import (
 type Options struct {
 	// Force replaces a run folder that holds another run.
 	Force bool
-	// Started is called once the run is set up, with its resolved
-	// configuration and the step it starts from (nil: none).
-	Started func(cfg Config, step int)
+	// Started is called once the run is set up, before its first
+	// measurement, with its resolved configuration, the step it starts
+	// from and the hitting time it converges to (the -until rule's
+	// reference; 0: none) (nil: none).
+	Started func(cfg Config, step int, limit float64)
 	// Progress is called with every metrics row (nil: none).
 	Progress func(trainers.Row)
 	// AfterStep is called after each optimiser step with the steps taken
@@ -199,7 +201,7 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 		return Summary{}, err
 	}
 	if opts.Started != nil {
-		opts.Started(cfg, tr.Steps())
+		opts.Started(cfg, tr.Steps(), tr.Limit())
 	}
 	save := func() error {
 		ck, err := tr.Checkpoint(cfgJSON)
