@@ -51,7 +51,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed: rollout i draws its target and transitions from the stream (seed, i), as the Monte Carlo's rollout i does")
 	golden := fs.Bool("golden", false, "print golden (shortest) paths with uniform multiedges instead of sampling the model")
 	probs := fs.Bool("probs", false, "print each transition's probability under the model")
-	horizon := fs.Int("horizon", 0, "stop a rollout after this many transitions (0: 50 times the starting bigram's hitting time)")
+	horizon := fs.Int("horizon", 0, "stop a rollout after this many transitions (0: a transformer's Monte Carlo horizon, 50 times its starting bigram's hitting time; for a bigram 50 times the pretrained one's)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	dir, err := parseDir(fs, args, stdout)
 	if err != nil {
