@@ -16,8 +16,9 @@ const ExportFile = "model.npz"
 // a dense pretrained bigram; a transformer's E, P, WQ, WK, WV, WO, LN_gain,
 // LN_bias, U, B as trainers checkpoint them), "transitions" (the model's
 // support: one (from, to) pair of token ids per logit of a bigram or entry
-// of B, a prompted transformer's target rows last, each to s0 -> f),
-// "probs" (a bigram's transition probabilities, with "transitions"),
+// of B, a prompted transformer's target rows last, each to s0 -> f; for a
+// dense bigram the valid transitions), "probs" (a bigram's transition
+// probabilities, one per pair of "transitions"),
 // "vocab" (token names by id), "step" and "config" (the run's
 // configuration as JSON text).
 func (c *Checkpointed) Arrays() []checkpoints.Array {

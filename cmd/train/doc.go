@@ -226,9 +226,11 @@
 //
 //	Writes an .npz (numpy.load reads it without allow_pickle): every parameter
 //	by name and shape (a bigram's logits, one per valid transition; a
-//	transformer's E, P, WQ, WK, WV, WO, LN_gain, LN_bias, U, B), transitions
-//	(the (from, to) token ids of each logit or entry of B, int64), a bigram's
-//	probs, vocab (token names by id), step and config (JSON text).
+//	transformer's E, P, WQ, WK, WV, WO, LN_gain, LN_bias, U, B; a pretrained
+//	dense bigram's (states, states) logits), transitions (the (from, to) token
+//	ids of each logit or entry of B, int64; for a dense bigram the valid ones),
+//	a bigram's probs (one per transition), vocab (token names by id), step and
+//	config (JSON text).
 //	-out FILE              the file to write (default DIR/model.npz)
 //
 // train sweep SPEC.json flags:
