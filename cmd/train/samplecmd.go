@@ -83,13 +83,19 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
+	var a eval.Agent // one agent for every rollout: Start resets it
+	if !*golden {
+		if a, err = c.Agents()(); err != nil {
+			return err
+		}
+	}
 	for i := range *n {
 		rng := rand.New(rand.NewPCG(*seed, uint64(i)))
 		x := 1 + rng.IntN(g.W())
 		if *target > 0 {
 			x = *target
 		}
-		tr, err := sampleOne(c, x, *golden, rep.Horizon, rng)
+		tr, err := sampleOne(c, a, x, rep.Horizon, rng)
 		if err != nil {
 			return err
 		}
@@ -104,13 +110,13 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	return writeSample(stdout, rep)
 }
 
-// sampleOne draws one rollout of the model toward target x, or a golden
-// path to it, with each transition's probability.
-func sampleOne(c *experiment.Checkpointed, x int, golden bool, horizon int, rng *rand.Rand) (sampledTrace, error) {
+// sampleOne draws one rollout of agent a toward target x, or with a nil
+// agent a golden path to it, with each transition's probability.
+func sampleOne(c *experiment.Checkpointed, a eval.Agent, x, horizon int, rng *rand.Rand) (sampledTrace, error) {
 	g := c.Graph
-	tr := sampledTrace{Target: x, Golden: golden}
+	tr := sampledTrace{Target: x, Golden: a == nil}
 	path := []int{0}
-	if golden {
+	if a == nil {
 		p, err := g.RandomGoldenPath(x, rng)
 		if err != nil {
 			return tr, err
@@ -124,10 +130,6 @@ func sampleOne(c *experiment.Checkpointed, x int, golden bool, horizon int, rng 
 		tr.Shortest = &shortest
 		tr.Hit = verified(g, p, x)
 	} else {
-		a, err := c.Agents()()
-		if err != nil {
-			return tr, err
-		}
 		entries, lp, hit, err := eval.Rollout(context.Background(), g, a, x, horizon, rng)
 		if err != nil {
 			return tr, err
