@@ -103,11 +103,8 @@ func (c *Checkpointed) Replay(target int, path []int) ([]float64, error) {
 		if s < 0 || s >= g.NumStates() {
 			return nil, fmt.Errorf("experiment: replay: position %d: state %d: want 0 to %d", i, s, g.NumStates()-1)
 		}
-		e := g.Offsets[s]
-		for e < g.Offsets[s+1] && g.Next[e] != path[i+1] {
-			e++
-		}
-		if e == g.Offsets[s+1] {
+		e := g.Entry(s, path[i+1])
+		if e < 0 {
 			return nil, fmt.Errorf("experiment: replay: position %d: %s -> state %d is not a transition", i, g.Name(s), path[i+1])
 		}
 		out = append(out, math.Log(c.Probs[e]))

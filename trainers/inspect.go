@@ -43,43 +43,33 @@ func (t *Trainer) Replay(target int, path []int) ([]float64, error) {
 		if path[i] < 0 || path[i] >= g.NumStates() {
 			return nil, fmt.Errorf("trainers: replay: position %d: state %d: want 0 to %d", i, path[i], g.NumStates()-1)
 		}
-		entries[i] = -1
-		for e := g.Offsets[path[i]]; e < g.Offsets[path[i]+1]; e++ {
-			if g.Next[e] == path[i+1] {
-				entries[i] = e
-			}
-		}
-		if entries[i] < 0 {
+		if entries[i] = g.Entry(path[i], path[i+1]); entries[i] < 0 {
 			return nil, fmt.Errorf("trainers: replay: position %d: %s -> state %d is not a transition", i, g.Name(path[i]), path[i+1])
 		}
 	}
-	var table []float64 // the rows the model gives, CSR order
-	var fixed []float64 // the fixed rows' source
+	out := make([]float64, len(entries))
 	switch l := t.l.(type) {
 	case *bigram:
-		table, fixed = l.model.Probs(), l.model.Probs()
-	case *transformer:
-		if len(path) > 1 {
-			lp, err := l.forwardLogProbs(target, path)
-			if err != nil {
-				return nil, err
-			}
-			table = lp
+		probs := l.model.Probs()
+		for i, e := range entries {
+			out[i] = math.Log(probs[e])
 		}
-		fixed = l.ref
+	case *transformer:
+		if len(path) < 2 {
+			return out, nil
+		}
+		lp, err := l.forwardLogProbs(target, path)
+		if err != nil {
+			return nil, err
+		}
+		for i, e := range entries {
+			out[i] = lp[i]
+			if !t.trained[path[i]] { // drawn from the starting bigram
+				out[i] = math.Log(l.ref[e])
+			}
+		}
 	default:
 		return nil, fmt.Errorf("trainers: replay: a %s model is not a policy of the graph", t.l.layout())
-	}
-	out := make([]float64, len(entries))
-	for i, e := range entries {
-		switch {
-		case !t.trained[path[i]]:
-			out[i] = math.Log(fixed[e])
-		case t.model == TransformerModel:
-			out[i] = table[i]
-		default:
-			out[i] = math.Log(table[e])
-		}
 	}
 	return out, nil
 }

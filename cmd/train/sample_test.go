@@ -48,16 +48,6 @@ func decode(t *testing.T, g *tasks.Graph, tr sampledTrace) []int {
 	return path
 }
 
-// entryOf is the CSR entry of the transition s -> next.
-func entryOf(g *tasks.Graph, s, next int) int {
-	for e := g.Offsets[s]; e < g.Offsets[s+1]; e++ {
-		if g.Next[e] == next {
-			return e
-		}
-	}
-	return -1
-}
-
 // TestSampleBigram: golden paths of a trained bigram are the shortest
 // paths (2K+1 = 7 transitions at K = 3, the branch's diamonds crossed in
 // order, ending at the target's leaf) and verified; sampled rollouts hit
@@ -135,7 +125,7 @@ func checkTable(t *testing.T, g *tasks.Graph, probs []float64, path []int, got [
 		t.Fatalf("got %d probabilities for %d transitions", len(got), len(path)-1)
 	}
 	for i, p := range got {
-		if want := probs[entryOf(g, path[i], path[i+1])]; math.Abs(p-want) > 1e-12*want {
+		if want := probs[g.Entry(path[i], path[i+1])]; math.Abs(p-want) > 1e-12*want {
 			t.Errorf("transition %d %s -> %s: got p %v, want the table's %v", i, g.Name(path[i]), g.Name(path[i+1]), p, want)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
@@ -161,7 +160,7 @@ func verified(g *tasks.Graph, path []int, target int) bool {
 		if g.Hits(s, target) != (i == len(path)-1) {
 			return false
 		}
-		if i > 0 && !slices.Contains(g.Row(path[i-1]), s) {
+		if i > 0 && g.Entry(path[i-1], s) < 0 {
 			return false
 		}
 	}
