@@ -56,7 +56,7 @@ func (p *progress) start(cfg experiment.Config, done int, limit float64) {
 	if done > 0 {
 		fmt.Fprintf(p.w, "resuming %s from its checkpoint at step %d\n", cfg.Out, done)
 	}
-	what := "measuring the starting policy"
+	what := "measuring the policy"
 	if cfg.Model == trainers.TransformerModel {
 		what += " (Monte Carlo)"
 	}

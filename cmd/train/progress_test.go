@@ -56,7 +56,7 @@ func TestProgressBar(t *testing.T) {
 	cfg := experiment.DefaultConfig()
 	cfg.Model, cfg.Train.Trainer, cfg.Train.Steps, cfg.Train.Until = trainers.TransformerModel, trainers.PPO, 40, 0.05
 	p.start(cfg, 0, 35)
-	if !strings.Contains(buf.String(), "step 0/40 measuring the starting policy (Monte Carlo)") {
+	if !strings.Contains(buf.String(), "step 0/40 measuring the policy (Monte Carlo)") {
 		t.Fatalf("before the first measurement: got %q", buf.String())
 	}
 	r := trainers.Row{Step: 10, HittingTime: 70, HittingTimeCI95: 3.5, MCSuccessRate: 1, Estimated: true, Rollouts: 128, Tokens: 5000}
