@@ -91,3 +91,27 @@ func ratio(num, den float64) float64 {
 	}
 	return num / den
 }
+
+// PerCopyMeans pools an ABCDTable (plain means over every multiedge copy,
+// visited or not) over branches, depth by depth (Branch 0), and then over
+// depths, each depth counting once (mean: Branch and Depth 0).
+func PerCopyMeans(rows []ABCDRow) (depths []ABCDRow, mean ABCDRow) {
+	var count []float64
+	for _, r := range rows {
+		for len(depths) < r.Depth {
+			depths = append(depths, ABCDRow{Depth: len(depths) + 1})
+			count = append(count, 0)
+		}
+		o := &depths[r.Depth-1]
+		o.A, o.B, o.C, o.D = o.A+r.A, o.B+r.B, o.C+r.C, o.D+r.D
+		count[r.Depth-1]++
+	}
+	for i := range depths {
+		o := &depths[i]
+		o.A, o.B, o.C, o.D = o.A/count[i], o.B/count[i], o.C/count[i], o.D/count[i]
+		mean.A, mean.B, mean.C, mean.D = mean.A+o.A, mean.B+o.B, mean.C+o.C, mean.D+o.D
+	}
+	n := float64(len(depths))
+	mean.A, mean.B, mean.C, mean.D = mean.A/n, mean.B/n, mean.C/n, mean.D/n
+	return depths, mean
+}

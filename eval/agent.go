@@ -185,6 +185,16 @@ func AgentMonteCarlo(ctx context.Context, g *tasks.Graph, newAgent func() (Agent
 	return summarize(lens, hits), nil
 }
 
+// Rollout runs one rollout of agent a toward target with at most horizon
+// >= 1 transitions: the CSR entries taken, their log-probabilities under
+// the agent, and whether it hit.
+func Rollout(ctx context.Context, g *tasks.Graph, a Agent, target, horizon int, rng *rand.Rand) ([]int32, []float64, bool, error) {
+	if target < 1 || target > g.W() || horizon < 1 {
+		return nil, nil, false, fmt.Errorf("eval: rollout: target %d, horizon %d: want a target in [1, %d] and a horizon >= 1", target, horizon, g.W())
+	}
+	return agentRollout(ctx, g, a, target, horizon, rng, nil, nil)
+}
+
 // rowRecorder is a RowAgent whose Next appends the row it drew from.
 type rowRecorder struct {
 	RowAgent

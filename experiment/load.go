@@ -25,19 +25,12 @@ type Bigram struct {
 // bigram gives its logits on the valid transitions (Assumption
 // 'exact_pretrain' drops the rest).
 func LoadBigram(dir string, g *tasks.Graph) (*Bigram, error) {
-	ck, err := checkpoints.Load(filepath.Join(dir, CheckpointFile))
+	ck, cfg, err := readCheckpoint(dir)
 	if err != nil {
 		return nil, err
 	}
 	if ck.Kind != "bigram" && ck.Kind != "dense-bigram" {
 		return nil, fmt.Errorf("checkpoint is a %s model, want a bigram", ck.Kind)
-	}
-	var cfg Config
-	if err := json.Unmarshal(ck.Config, &cfg); err != nil {
-		return nil, fmt.Errorf("checkpoint config: %v", err)
-	}
-	if err := cfg.Graph.Validate(); err != nil {
-		return nil, fmt.Errorf("checkpoint config: %v", err)
 	}
 	if g == nil {
 		if g, err = tasks.New(cfg.Graph); err != nil {
@@ -46,7 +39,36 @@ func LoadBigram(dir string, g *tasks.Graph) (*Bigram, error) {
 	} else if a, b := cfg.Graph.Name(), g.Config.Name(); a != b {
 		return nil, fmt.Errorf("checkpoint was trained on graph %s, this graph is %s", a, b)
 	}
+	probs, err := bigramProbs(ck, g)
+	if err != nil {
+		return nil, err
+	}
+	return &Bigram{Graph: g, Probs: probs, Config: cfg}, nil
+}
+
+// readCheckpoint reads the checkpoint of the run folder dir and its
+// configuration, whose graph it validates.
+func readCheckpoint(dir string) (*checkpoints.Checkpoint, Config, error) {
+	var cfg Config
+	ck, err := checkpoints.Load(filepath.Join(dir, CheckpointFile))
+	if err != nil {
+		return nil, cfg, err
+	}
+	if err := json.Unmarshal(ck.Config, &cfg); err != nil {
+		return nil, cfg, fmt.Errorf("checkpoint config: %v", err)
+	}
+	if err := cfg.Graph.Validate(); err != nil {
+		return nil, cfg, fmt.Errorf("checkpoint config: %v", err)
+	}
+	return ck, cfg, nil
+}
+
+// bigramProbs is the transition table (CSR order) of a bigram checkpoint
+// on graph g. A dense pretrained bigram gives its logits on the valid
+// transitions (Assumption 'exact_pretrain' drops the rest).
+func bigramProbs(ck *checkpoints.Checkpoint, g *tasks.Graph) ([]float64, error) {
 	var logits []float64
+	var err error
 	if ck.Kind == "dense-bigram" {
 		v := g.NumStates()
 		dense, err := ck.Tensor("logits", v*v)
@@ -66,7 +88,7 @@ func LoadBigram(dir string, g *tasks.Graph) (*Bigram, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Bigram{Graph: g, Probs: m.Probs(), Config: cfg}, nil
+	return m.Probs(), nil
 }
 
 // loadTeacher returns the distillation teacher's transition table:

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/figures"
+	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
 // num prints a hitting time: exact integers as such, others to 10 digits.
@@ -49,6 +50,11 @@ func writePlots(dir string, s Summary) error {
 		curve, steps, m.Column("hitting_time"), h0, limit); err != nil {
 		return err
 	}
+	if s.Attention != nil {
+		if err := WriteAttention(dir, s.Graph, s.Steps, *s.Attention); err != nil {
+			return err
+		}
+	}
 	a, err := ReadMetrics(filepath.Join(dir, "abcd.csv"))
 	if os.IsNotExist(err) {
 		return nil // no a/b/c/d: a Monte Carlo model
@@ -58,6 +64,17 @@ func writePlots(dir string, s Summary) error {
 	}
 	return figures.ABCD(filepath.Join(dir, "abcd.png"),
 		fmt.Sprintf("a, b, c, d per depth under %s training, graph %s (every depth overlaid)", s.Trainer, s.Graph), a.Rows)
+}
+
+// AttentionFile is a transformer run folder's attention heat map.
+const AttentionFile = "attention.png"
+
+// WriteAttention draws a transformer's attention along its rollouts
+// (trainers.AttentionStats) as the heat map dir/attention.png.
+func WriteAttention(dir, graph string, step int, a trainers.AttentionStats) error {
+	return figures.Attention(filepath.Join(dir, AttentionFile),
+		fmt.Sprintf("Mean attention at step %d, graph %s (%d positions)", step, graph, a.Positions),
+		a.ByDistance, a.PromptByPosition, a.Counts)
 }
 
 // FormatNumber prints a hitting time: exact integers as such, others to 10

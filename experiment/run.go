@@ -19,9 +19,11 @@ import (
 type Options struct {
 	// Force replaces a run folder that holds another run.
 	Force bool
-	// Started is called once the run is set up, with its resolved
-	// configuration and the step it starts from (nil: none).
-	Started func(cfg Config, step int)
+	// Started is called once the run is set up, before its first
+	// measurement, with its resolved configuration, the step it starts
+	// from and the hitting time it converges to (the -until rule's
+	// reference; 0: none) (nil: none).
+	Started func(cfg Config, step int, limit float64)
 	// Progress is called with every metrics row (nil: none).
 	Progress func(trainers.Row)
 	// AfterStep is called after each optimiser step with the steps taken
@@ -166,22 +168,9 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 	if err != nil {
 		return Summary{}, &InputError{err}
 	}
-	s := cfg.setup()
-	if cfg.Train.Trainer.UsesTeacher() {
-		if s.Teacher, err = loadTeacher(cfg.Teacher, g); err != nil {
-			return Summary{}, err
-		}
-	}
-	if cfg.Init != "" {
-		b, err := LoadBigram(cfg.Init, g)
-		if err != nil {
-			return Summary{}, inputf("init (-init) %s: %v", cfg.Init, err)
-		}
-		s.Init = logitsOf(b.Probs)
-	}
-	tr, err := trainers.New(cfg.Train, g, s)
+	tr, err := newTrainer(cfg, g)
 	if err != nil {
-		return Summary{}, &InputError{err} // the configuration cannot be trained
+		return Summary{}, err
 	}
 	defer tr.Close()
 	cfgJSON, _ := json.MarshalIndent(cfg, "", "  ")
@@ -215,7 +204,7 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 		return Summary{}, err
 	}
 	if opts.Started != nil {
-		opts.Started(cfg, tr.Steps())
+		opts.Started(cfg, tr.Steps(), tr.Limit())
 	}
 	save := func() error {
 		ck, err := tr.Checkpoint(cfgJSON)
@@ -267,6 +256,31 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 		return sum, fmt.Errorf("run stopped at step %d: %w", tr.Steps(), err)
 	}
 	return sum, nil
+}
+
+// newTrainer builds the trainer of a resolved configuration on graph g,
+// reading the distillation teacher and the starting bigram (-init) from
+// their run folders.
+func newTrainer(cfg Config, g *tasks.Graph) (*trainers.Trainer, error) {
+	s := cfg.setup()
+	var err error
+	if cfg.Train.Trainer.UsesTeacher() {
+		if s.Teacher, err = loadTeacher(cfg.Teacher, g); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Init != "" {
+		b, err := LoadBigram(cfg.Init, g)
+		if err != nil {
+			return nil, inputf("init (-init) %s: %v", cfg.Init, err)
+		}
+		s.Init = logitsOf(b.Probs)
+	}
+	tr, err := trainers.New(cfg.Train, g, s)
+	if err != nil {
+		return nil, &InputError{err} // the configuration cannot be trained
+	}
+	return tr, nil
 }
 
 // summarize builds summary.json from the last row.

@@ -215,6 +215,17 @@ func (g *Graph) NumStates() int { return len(g.States) }
 // Row returns the valid next states of s.
 func (g *Graph) Row(s int) []int { return g.Next[g.Offsets[s]:g.Offsets[s+1]] }
 
+// Entry is the CSR entry of the transition s -> next (an index into Next),
+// or -1 when next is not a valid next state of s.
+func (g *Graph) Entry(s, next int) int {
+	for e := g.Offsets[s]; e < g.Offsets[s+1]; e++ {
+		if g.Next[e] == next {
+			return e
+		}
+	}
+	return -1
+}
+
 // Name is the readable name of state s, e.g. "f>u1.1l" or "u1.1l>u1.1r#3".
 func (g *Graph) Name(s int) string {
 	st := g.States[s]

@@ -83,31 +83,5 @@ func setABCD(row *Row, r *eval.Analysis, g *tasks.Graph, probs []float64) {
 	var mean eval.ABCDRow
 	_, row.Depths, mean = r.VisitABCD()
 	row.A, row.B, row.C, row.D = mean.A, mean.B, mean.C, mean.D
-	row.CopyDepths = depthMeans(eval.ABCDTable(g, probs))
-	c := eval.ABCDRow{}
-	for _, d := range row.CopyDepths {
-		c.A, c.B, c.C, c.D = c.A+d.A, c.B+d.B, c.C+d.C, c.D+d.D
-	}
-	n := float64(len(row.CopyDepths))
-	row.Copies = eval.ABCDRow{A: c.A / n, B: c.B / n, C: c.C / n, D: c.D / n}
-}
-
-// depthMeans averages an a/b/c/d table over branches, depth by depth.
-func depthMeans(rows []eval.ABCDRow) []eval.ABCDRow {
-	var out []eval.ABCDRow
-	var count []float64
-	for _, r := range rows {
-		for len(out) < r.Depth {
-			out = append(out, eval.ABCDRow{Depth: len(out) + 1})
-			count = append(count, 0)
-		}
-		o := &out[r.Depth-1]
-		o.A, o.B, o.C, o.D = o.A+r.A, o.B+r.B, o.C+r.C, o.D+r.D
-		count[r.Depth-1]++
-	}
-	for i := range out {
-		o := &out[i]
-		o.A, o.B, o.C, o.D = o.A/count[i], o.B/count[i], o.C/count[i], o.D/count[i]
-	}
-	return out
+	row.CopyDepths, row.Copies = eval.PerCopyMeans(eval.ABCDTable(g, probs))
 }

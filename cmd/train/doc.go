@@ -16,6 +16,12 @@
 //	                       hitting time; writes runs/fig3-4
 //	train run [flags]      one training run (flags or -config FILE.json)
 //	train eval [flags]     exact Markov-chain analysis of a policy or a checkpoint
+//	                       (a transformer checkpoint: Monte Carlo and attention)
+//	train sample DIR [flags]
+//	                       rollouts (or golden paths) of any run folder's model as
+//	                       token names, with length, hit and each step's probability
+//	train export DIR [-out FILE]
+//	                       the checkpointed model as .npz for numpy
 //	train reproduce NAME... | all [-quick] [-out DIR]
 //	                       regenerate results of the paper: CSV data, PNG figures
 //	                       and a results.md table (claim, the paper, measured,
@@ -160,22 +166,37 @@
 //	batch statistics for sampled RLVR; the Monte Carlo interval for a transformer;
 //	wall_seconds), abcd.csv (step, depth, a, b, c, d weighted by visits, then the
 //	same per copy), checkpoint.bin, and when
-//	the run completes hitting_time.png and abcd.png (pretrain: invalid_mass.png)
-//	and summary.json (written last).
+//	the run completes hitting_time.png and abcd.png (pretrain: invalid_mass.png;
+//	a transformer: attention.png, its mean attention by query position and
+//	distance back, and on the prompt) and summary.json (written last).
+//	On a terminal a bar shows the way to what ends the run: the distance to the
+//	limit against -until (log scale), or the steps, whichever is further along,
+//	with the step, the hitting time, tokens/s and (ppo) the KL of one row;
+//	elsewhere one log line per second.
 //	SIGINT or SIGTERM writes a checkpoint and exits 130 or 143 with the command
 //	that resumes; the resumed run reaches the same metrics bit for bit.
 //
 // train eval flags:
 //
 //	-policy NAME           pretrained | sft-limit | rlvr-limit (default pretrained)
-//	-checkpoint DIR        evaluate the bigram checkpointed in a run folder (its graph
-//	                       and setting come from it)
+//	-checkpoint DIR        evaluate the model checkpointed in a run folder (its graph
+//	                       and setting come from it). A transformer is not a Markov
+//	                       policy: Monte Carlo only (-mc default: the run's
+//	                       -eval-rollouts; -horizon default: the run's, 50 times the
+//	                       starting hitting time), its success rate, the attention
+//	                       summary (also drawn as DIR/attention.png) and the theory;
+//	                       the JSON has the bigram's mc_* keys, mc_horizon, attention
 //	-train-source          the RLVR optimum of the setting with the source row trained
 //	                       (default: frozen)
 //	-json                  one JSON object: hitting_time, per_target, abcd (per copy),
-//	                       abcd_visits (weighted by visits), theory (with the
-//	                       setting's rlvr_optimum, its policy and certificate),
-//	                       states (and mc_* keys with -mc)
+//	                       abcd_visits (weighted by visits), abcd_visits_mean and
+//	                       abcd_mean (pooled, each way), theory (with the setting's
+//	                       rlvr_optimum, its policy and certificate), states (and
+//	                       mc_* keys with -mc)
+//	-probs                 also every state's transition probabilities, by token
+//	                       name (transition_probs in the JSON; not for a transformer,
+//	                       whose probabilities depend on the rollout: train sample
+//	                       -probs)
 //	-mc N                  also run N seeded Monte Carlo rollouts (refused without
 //	                       -horizon when they would take hours)
 //	-horizon H             Monte Carlo horizon in transitions (0: none)
@@ -183,6 +204,34 @@
 //	-search-agent          with -mc: the rollouts are the Corollary's search agent's,
 //	                       which refuses any edge state already used in the rollout
 //	                       (each refusal costs a step); the mc_* keys describe them
+//
+// train sample DIR flags (any run folder: bigram, pretrained or transformer):
+//
+//	-n N                   rollouts or golden paths to print (default 5)
+//	-target T              target leaf 1..W of every one (0, the default: uniform)
+//	-seed S                rollout i draws from the stream (S, i), as the Monte
+//	                       Carlo's rollout i does (default 1)
+//	-golden                golden paths (shortest, uniform multiedges), each checked
+//	                       by the verifier, instead of samples of the model
+//	-probs                 each transition's probability under the model (the
+//	                       sampler's own; a golden path's replayed)
+//	-horizon H             stop a rollout after H transitions (0: a transformer's
+//	                       Monte Carlo horizon, 50 times its starting bigram's
+//	                       hitting time; for a bigram 50 times the pretrained one's)
+//	-json                  one JSON object: run, model, trainer, step, graph, seed,
+//	                       horizon, rollouts [{target, golden, tokens, transitions,
+//	                       hit, shortest, probs}]
+//
+// train export DIR flags:
+//
+//	Writes an .npz (numpy.load reads it without allow_pickle): every parameter
+//	by name and shape (a bigram's logits, one per valid transition; a
+//	transformer's E, P, WQ, WK, WV, WO, LN_gain, LN_bias, U, B; a pretrained
+//	dense bigram's (states, states) logits), transitions (the (from, to) token
+//	ids of each logit or entry of B, int64; for a dense bigram the valid ones),
+//	a bigram's probs (one per transition), vocab (token names by id), step and
+//	config (JSON text).
+//	-out FILE              the file to write (default DIR/model.npz)
 //
 // train sweep SPEC.json flags:
 //
@@ -248,6 +297,8 @@
 //	train run -model transformer -trainer ppo -W 5 -K 5 -L 3
 //	train eval -policy sft-limit
 //	train eval -checkpoint runs/fig3-4 -mc 10000 -json
+//	train sample runs/fig3-4 -n 3 -probs
+//	train export runs/fig3-4
 //	train reproduce all
 //	train sweep docs/sweeps/compare-learners.json -jobs 2
 //	train sweep docs/sweeps/compare-learners.json -print slurm -tasks 20 -time 02:00:00 > sweep.sbatch

@@ -16,6 +16,13 @@ import (
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
+// stateRow is one state's transition probabilities, by token name.
+type stateRow struct {
+	State string    `json:"state"`
+	Next  []string  `json:"next"`
+	Probs []float64 `json:"probs"`
+}
+
 // evalReport is what train eval prints, as text or as one JSON object.
 type evalReport struct {
 	Graph       string    `json:"graph"`
@@ -31,10 +38,13 @@ type evalReport struct {
 	ABCD           []eval.ABCDRow   `json:"abcd"`
 	ABCDVisits     []eval.ABCDRow   `json:"abcd_visits"`
 	ABCDVisitsMean eval.ABCDRow     `json:"abcd_visits_mean"`
-	Entry          []float64        `json:"entry"` // pi(f -> u_{i,1,l} | s0 -> f), branch by branch
+	ABCDMean       eval.ABCDRow     `json:"abcd_mean"` // the per-copy means pooled over branches, then depths (eval.PerCopyMeans)
+	Entry          []float64        `json:"entry"`     // pi(f -> u_{i,1,l} | s0 -> f), branch by branch
 	Theory         eval.Predictions `json:"theory"`
 	MC             *eval.MCResult   `json:"-"`
-	SearchAgent    bool             `json:"search_agent"` // the mc_* keys describe the search agent's rollouts
+	// TransitionProbs (-probs) is every state's row of the policy.
+	TransitionProbs []stateRow `json:"transition_probs,omitempty"`
+	SearchAgent     bool       `json:"search_agent"` // the mc_* keys describe the search agent's rollouts
 }
 
 func runEval(args []string, stdout, stderr io.Writer) error {
@@ -48,6 +58,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "Monte Carlo seed")
 	search := fs.Bool("search-agent", false, "with -mc: the rollouts are the Corollary's search agent's (never re-enters a used edge state; each refusal costs a step)")
 	ckpt := fs.String("checkpoint", "", "evaluate the model checkpointed in this run folder (its graph and setting come from the checkpoint)")
+	showProbs := fs.Bool("probs", false, "also print every state's transition probabilities (a Markov policy's)")
 	trainSource := fs.Bool("train-source", false, "the optimum of the setting in which RLVR trains the source row s0 -> f (default: it stays uniform)")
 	if err := parse(fs, args, stdout); err != nil {
 		return err
@@ -76,11 +87,18 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	var g *tasks.Graph
 	var probs []float64
 	if *ckpt != "" {
-		b, err := experiment.LoadBigram(*ckpt, nil)
+		c, err := experiment.Open(*ckpt)
 		if err != nil {
 			return usagef("eval: -checkpoint %s: %v", *ckpt, err)
 		}
-		g, probs, *trainSource = b.Graph, b.Probs, b.Config.Train.TrainSource
+		defer c.Close()
+		if c.Trainer != nil {
+			if *showProbs {
+				return usagef("eval: -probs: %s holds a transformer, whose probabilities depend on the whole rollout: see train sample %s -probs", *ckpt, *ckpt)
+			}
+			return evalTransformer(c, agentEval{n: *mc, horizon: *horizon, seed: *seed, search: *search, json: *asJSON}, stdout)
+		}
+		g, probs, *trainSource = c.Graph, c.Probs, c.Config.Train.TrainSource
 		*policy = "checkpoint " + *ckpt
 	} else {
 		if g, err = tasks.New(cfg); err != nil {
@@ -93,6 +111,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	rep, err := analysePolicy(g, probs, *policy, *trainSource)
 	if err != nil {
 		return err
+	}
+	if *showProbs {
+		rep.TransitionProbs = transitionRows(g, probs)
 	}
 	if *mc > 0 && *horizon == 0 && !*search {
 		// Without a horizon every rollout runs until it hits: refuse work
@@ -137,6 +158,7 @@ func analysePolicy(g *tasks.Graph, probs []float64, name string, trainSource boo
 		Entry: append([]float64(nil), probs[g.Offsets[0]:g.Offsets[1]]...),
 	}
 	rep.ABCDVisits, _, rep.ABCDVisitsMean = res.VisitABCD()
+	_, rep.ABCDMean = eval.PerCopyMeans(rep.ABCD)
 	return rep, nil
 }
 
@@ -161,9 +183,15 @@ func writeJSON(w io.Writer, rep *evalReport) error {
 			obj[k] = v
 		}
 	}
+	return writeIndented(w, obj)
+}
+
+// writeIndented prints v as indented JSON.
+func writeIndented(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(obj)
+	enc.SetEscapeHTML(false) // token names hold '>'
+	return enc.Encode(v)
 }
 
 // mcLine prints a Monte Carlo summary: the mean is over the rollouts that
@@ -197,7 +225,52 @@ func writeText(w io.Writer, rep *evalReport) error {
 	if !uniform(rep.Entry) {
 		fmt.Fprintf(w, "entry probabilities from s0 -> f, branch by branch: %s\n", experiment.FormatProbs(rep.Entry))
 	}
-	th := rep.Theory
+	writeTheory(w, rep.Theory)
+	rows, visits, note := rep.ABCD, rep.ABCDVisits, ""
+	if identicalBranches(rows) && identicalBranches(visits) {
+		rows, visits, note = rows[:depthOf(rows)], visits[:depthOf(rows)], " (every branch alike: branch 1 shown)"
+	}
+	fmt.Fprintf(w, "a/b/c/d by depth%s, weighted by visits (the paper's, along the policy's paths), then per copy (a plain mean over every multiedge copy, visited or not):\n", note)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "branch\tdepth\ta\tb\tc\td\ta per copy\tb per copy\tc per copy\td per copy\t")
+	for i, r := range rows {
+		v := visits[i]
+		fmt.Fprintf(tw, "%d\t%d\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t\n", r.Branch, r.Depth, v.A, v.B, v.C, v.D, r.A, r.B, r.C, r.D)
+	}
+	m, c := rep.ABCDVisitsMean, rep.ABCDMean
+	fmt.Fprintf(tw, "mean\t\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t\n", m.A, m.B, m.C, m.D, c.A, c.B, c.C, c.D)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if rep.TransitionProbs != nil {
+		fmt.Fprintln(w, "transition probabilities, state by state:")
+		for _, r := range rep.TransitionProbs {
+			parts := make([]string, len(r.Next))
+			for i, n := range r.Next {
+				parts[i] = fmt.Sprintf("%s %.4g", n, r.Probs[i])
+			}
+			fmt.Fprintf(w, "  %-16s -> %s\n", r.State, strings.Join(parts, ", "))
+		}
+	}
+	return nil
+}
+
+// transitionRows lists every state's row of the policy probs (CSR order).
+func transitionRows(g *tasks.Graph, probs []float64) []stateRow {
+	out := make([]stateRow, g.NumStates())
+	for s := range out {
+		r := stateRow{State: g.Name(s), Probs: probs[g.Offsets[s]:g.Offsets[s+1]]}
+		for _, n := range g.Row(s) {
+			r.Next = append(r.Next, g.Name(n))
+		}
+		out[s] = r
+	}
+	return out
+}
+
+// writeTheory prints the paper's predictions on the graph and the exact
+// optimum of the setting.
+func writeTheory(w io.Writer, th eval.Predictions) {
 	fmt.Fprintln(w, "theory:")
 	if th.H0 > 0 {
 		fmt.Fprintf(w, "  %-44s %s\n", "H_0 (pretrained, Appendix B)", num(th.H0))
@@ -221,20 +294,6 @@ func writeText(w io.Writer, rep *evalReport) error {
 		}
 		fmt.Fprintf(w, ": %s\n", map[bool]string{true: "holds", false: "FAILS"}[th.Certified])
 	}
-	rows, visits, note := rep.ABCD, rep.ABCDVisits, ""
-	if identicalBranches(rows) && identicalBranches(visits) {
-		rows, visits, note = rows[:depthOf(rows)], visits[:depthOf(rows)], " (every branch alike: branch 1 shown)"
-	}
-	fmt.Fprintf(w, "a/b/c/d by depth%s, weighted by visits (the paper's, along the policy's paths), then per copy (a plain mean over every multiedge copy, visited or not):\n", note)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "branch\tdepth\ta\tb\tc\td\ta per copy\tb per copy\tc per copy\td per copy\t")
-	for i, r := range rows {
-		v := visits[i]
-		fmt.Fprintf(tw, "%d\t%d\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t\n", r.Branch, r.Depth, v.A, v.B, v.C, v.D, r.A, r.B, r.C, r.D)
-	}
-	m := rep.ABCDVisitsMean
-	fmt.Fprintf(tw, "mean\t\t%.6f\t%.6f\t%.6f\t%.6f\t\t\t\t\t\n", m.A, m.B, m.C, m.D)
-	return tw.Flush()
 }
 
 func depthOf(rows []eval.ABCDRow) int {

@@ -60,6 +60,10 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return runEval(args[1:], stdout, stderr)
 	case "run":
 		return runRun(args[1:], stdout, stderr)
+	case "sample":
+		return runSample(args[1:], stdout, stderr)
+	case "export":
+		return runExport(args[1:], stdout, stderr)
 	case "reproduce":
 		return runReproduce(args[1:], stdout, stderr)
 	case "sweep":
@@ -70,5 +74,5 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, manual)
 		return nil
 	}
-	return usagef("unknown subcommand %q: want run, eval, reproduce, sweep, aggregate or help (no arguments runs the paper's headline experiment)", args[0])
+	return usagef("unknown subcommand %q: want run, eval, sample, export, reproduce, sweep, aggregate or help (no arguments runs the paper's headline experiment)", args[0])
 }

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/experiment"
+	"github.com/rlvr-backtrack/backtrack/trainers"
+)
+
+// agentEval is what train eval -checkpoint does with a model that is not a
+// Markov policy (a transformer): Monte Carlo only.
+type agentEval struct {
+	n, horizon int
+	seed       uint64
+	search     bool
+	json       bool
+}
+
+// attentionRollouts is the number of rollouts behind an attention summary
+// (as summary.json's).
+const attentionRollouts = 200
+
+// transformerReport is what train eval -checkpoint prints for a
+// transformer: the keys of the bigram's report that apply (no exact
+// analysis: the mc_* keys carry the hitting time), its attention and the
+// Monte Carlo horizon.
+type transformerReport struct {
+	Graph       string                   `json:"graph"`
+	Policy      string                   `json:"policy"`
+	Model       string                   `json:"model"`
+	Step        int                      `json:"step"`
+	States      int                      `json:"states"`
+	Transitions int                      `json:"transitions"`
+	Theory      eval.Predictions         `json:"theory"`
+	Horizon     int                      `json:"mc_horizon"`
+	Attention   *trainers.AttentionStats `json:"attention"`
+	MC          eval.MCResult            `json:"-"`
+}
+
+// evalTransformer estimates a transformer's hitting time by Monte Carlo
+// (the run's number of evaluation rollouts and horizon unless -mc and
+// -horizon say otherwise) and summarises its attention.
+func evalTransformer(c *experiment.Checkpointed, o agentEval, w io.Writer) error {
+	if o.search {
+		return usagef("eval: -search-agent: the search agent samples a Markov policy's table; %s holds a transformer (drop -search-agent)", c.Dir)
+	}
+	if o.n == 0 {
+		o.n = trainers.DefaultTransformerOptions().EvalRollouts
+		if t := c.Config.Transformer; t != nil {
+			o.n = t.EvalRollouts
+		}
+	}
+	if o.horizon == 0 {
+		o.horizon = c.Trainer.Horizon()
+	}
+	g := c.Graph
+	res, err := eval.AgentMonteCarlo(context.Background(), g, c.Agents(), o.n, o.horizon, o.seed)
+	if err != nil {
+		return err
+	}
+	att, err := c.Trainer.Attention(attentionRollouts, o.seed)
+	if err != nil {
+		return err
+	}
+	if err := experiment.WriteAttention(c.Dir, g.Config.Name(), c.Step, att); err != nil {
+		return err
+	}
+	rep := &transformerReport{Graph: g.Config.Name(), Policy: "checkpoint " + c.Dir, Model: string(c.Config.Model), Step: c.Step,
+		States: g.NumStates(), Transitions: len(g.Next), Theory: c.Trainer.Predictions(), Horizon: o.horizon, Attention: &att, MC: res}
+	if o.json {
+		return writeAgentJSON(w, rep)
+	}
+	fmt.Fprintf(w, "graph %s: %d edge states, %d valid transitions\n", rep.Graph, rep.States, rep.Transitions)
+	fmt.Fprintf(w, "policy %s: a %s (%s) at step %d: not a Markov policy, so no exact analysis\n", rep.Policy, rep.Model, c.Config.Train.Trainer, rep.Step)
+	mcLine(w, fmt.Sprintf("Monte Carlo, horizon %d", o.horizon), &res)
+	if res.SuccessRate < 1 {
+		fmt.Fprintf(w, "  %.1f%% of the rollouts missed within the horizon: the hitting time is at least the mean length %s\n", 100*(1-res.SuccessRate), num(res.MeanLength))
+	}
+	fmt.Fprintf(w, "attention along %d rollouts (%d positions of trained states): %.2f%% off the current token", attentionRollouts, att.Positions, 100*att.OffCurrent)
+	if c.Config.Transformer != nil && c.Config.Transformer.Prompt {
+		fmt.Fprintf(w, ", %.2f%% on the prompt", 100*att.OnPrompt)
+	}
+	fmt.Fprintf(w, "; heat map by position: %s\n", filepath.Join(c.Dir, experiment.AttentionFile))
+	writeTheory(w, rep.Theory)
+	return nil
+}
+
+// writeAgentJSON prints the report as one JSON object, the Monte Carlo
+// keys inline (as the bigram's: mc_hitting_time null when fewer than two
+// rollouts hit).
+func writeAgentJSON(w io.Writer, rep *transformerReport) error {
+	obj := map[string]any{}
+	for _, v := range []any{rep, rep.MC} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &obj); err != nil {
+			return err
+		}
+	}
+	if rep.MC.Hits < 2 {
+		obj["mc_hitting_time"], obj["mc_hitting_time_ci95"] = nil, nil
+	}
+	return writeIndented(w, obj)
+}
