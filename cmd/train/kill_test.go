@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -149,4 +150,27 @@ func signalAfter(t *testing.T, delay time.Duration, sig os.Signal, args ...strin
 	cmd.Process.Signal(sig)
 	err := cmd.Wait()
 	return time.Since(sent), stderr, err
+}
+
+// TestSIGTERMDuringReproduce: reproduce hands the signal to the entry's run
+// (fig7-transformer -quick trains for about 15 s), which stops within the
+// second; the command exits 143 and writes no results.md.
+func TestSIGTERMDuringReproduce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds")
+	}
+	out := filepath.Join(t.TempDir(), "repro")
+	took, stderr, err := signalAfter(t, 1500*time.Millisecond, syscall.SIGTERM, "reproduce", "fig7-transformer", "-quick", "-out", out)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
+		t.Fatalf("exit: %v, want 143; stderr %q", err, stderr.String())
+	}
+	if took > 1500*time.Millisecond {
+		t.Errorf("exited %v after SIGTERM, want within 1.5 s", took)
+	}
+	if !strings.Contains(stderr.String(), "interrupted by terminated") {
+		t.Errorf("stderr %q, want it to name the signal", stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, "results.md")); err == nil {
+		t.Error("an interrupted reproduce wrote results.md")
+	}
 }

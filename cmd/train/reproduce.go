@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -71,7 +70,13 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 			}
 		},
 	}
-	if _, err := reproduce.Run(context.Background(), names, opts); err != nil {
+	sig := catchSignals()
+	defer sig.stop()
+	if _, err := reproduce.Run(sig.ctx, names, opts); err != nil {
+		if sig.ctx.Err() != nil {
+			caught := sig.caught()
+			return signalled{caught, fmt.Sprintf("interrupted by %v: the entry in progress stopped and results.md was not written; run the same command again (entries start over)", caught)}
+		}
 		return err
 	}
 	fmt.Fprintf(stdout, "results: %s (%.1fs)\n", filepath.Join(*out, "results.md"), time.Since(start).Seconds())

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -218,31 +217,18 @@ func (e interrupted) Error() string {
 // and an exit code, progress shown on stdout, and the closing table
 // printed.
 func execute(stdout io.Writer, train func(context.Context, experiment.Options) (experiment.Summary, error)) error {
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	got := make(chan syscall.Signal, 1)
-	go func() {
-		select {
-		case s := <-sigs:
-			got <- s.(syscall.Signal)
-			stop()
-		case <-ctx.Done():
-		}
-	}()
+	sig := catchSignals()
+	defer sig.stop()
 	prog := newProgress(stdout)
-	s, err := train(ctx, experiment.Options{Started: prog.start, Progress: prog.update, AfterStep: func(step int) {
+	s, err := train(sig.ctx, experiment.Options{Started: prog.start, Progress: prog.update, AfterStep: func(step int) {
 		if step == interruptAtStep { // tests: a signal arriving after this step
-			got <- syscall.SIGINT
-			stop()
+			sig.interrupt(syscall.SIGINT)
 		}
 	}})
 	prog.finish()
 	var in *experiment.Interrupted
 	if errors.As(err, &in) {
-		return interrupted{sig: <-got, in: in}
+		return interrupted{sig: sig.caught(), in: in}
 	}
 	if experiment.IsInput(err) && !errors.As(err, new(usageError)) {
 		return usagef("run: %v", err)

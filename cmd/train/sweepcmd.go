@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -172,20 +170,8 @@ func countStates(states []sweep.State) string {
 // executeSweep trains the plan with SIGINT and SIGTERM turned into
 // checkpoints and an exit code, one line (or a bar step) per finished run.
 func executeSweep(stdout io.Writer, p *sweep.Plan, opts sweep.Options) error {
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	got := make(chan syscall.Signal, 1)
-	go func() {
-		select {
-		case s := <-sigs:
-			got <- s.(syscall.Signal)
-			stop()
-		case <-ctx.Done():
-		}
-	}()
+	sig := catchSignals()
+	defer sig.stop()
 	var bar *progressbar.ProgressBar
 	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = progressbar.NewOptions(len(p.Shard(opts.Shard)), progressbar.OptionSetWriter(stdout), progressbar.OptionShowCount(),
@@ -201,7 +187,7 @@ func executeSweep(stdout io.Writer, p *sweep.Plan, opts sweep.Options) error {
 			bar.Add(1)
 		}
 	}
-	rep, err := sweep.Execute(ctx, p, opts)
+	rep, err := sweep.Execute(sig.ctx, p, opts)
 	if bar != nil {
 		bar.Finish()
 	}
@@ -210,8 +196,8 @@ func executeSweep(stdout io.Writer, p *sweep.Plan, opts sweep.Options) error {
 		p.Spec.Name, trained, skipped, interrupted, failed, time.Since(start).Seconds(), p.Out)
 	switch {
 	case errors.Is(err, sweep.ErrInterrupted):
-		sig := <-got
-		return signalled{sig, fmt.Sprintf("interrupted by %v: %d running runs wrote their checkpoints; run the same command again to resume", sig, interrupted)}
+		caught := sig.caught()
+		return signalled{caught, fmt.Sprintf("interrupted by %v: %d running runs wrote their checkpoints; run the same command again to resume", caught, interrupted)}
 	case experiment.IsInput(err):
 		return usagef("sweep: %v", err)
 	}
