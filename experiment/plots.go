@@ -36,12 +36,12 @@ func writePlots(dir string, s Summary) error {
 	}
 	var lines []figures.Theory
 	if s.Theory.H0 > 0 {
-		lines = append(lines, figures.Theory{Y: s.Theory.H0, Label: "H_0 = " + num(s.Theory.H0) + " (pretrained, Appendix B)"})
+		lines = append(lines, figures.Theory{Y: s.Theory.H0, Label: fmt.Sprintf("H_0 = %.6g (pretrained, Appendix B)", s.Theory.H0)})
 	}
 	if l := Value(s.LimitHittingTime); l > 0 {
-		label := "limit " + num(l) + " (converged backtracking; 4 sum k = " + num(s.Theory.RLVRLeading) + ")"
+		label := fmt.Sprintf("limit %.6g (converged backtracking; 4 sum k = %.6g)", l, s.Theory.RLVRLeading)
 		if s.Trainer.Supervises() {
-			label = "SFT limit " + num(l)
+			label = fmt.Sprintf("SFT limit %.6g", l)
 		}
 		lines = append(lines, figures.Theory{Y: l, Label: label})
 	}
