@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/figures"
+	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
 // num prints a hitting time: exact integers as such, others to 10 digits.
@@ -40,8 +41,11 @@ func writePlots(dir string, s Summary) error {
 	}
 	if l := Value(s.LimitHittingTime); l > 0 {
 		label := fmt.Sprintf("limit %.6g (converged backtracking; 4 sum k = %.6g)", l, s.Theory.RLVRLeading)
-		if s.Trainer.Supervises() {
+		switch {
+		case s.Trainer.Supervises():
 			label = fmt.Sprintf("SFT limit %.6g", l)
+		case s.Trainer == trainers.Distill:
+			label = fmt.Sprintf("the teacher's hitting time %.6g (RLVR limit %.6g)", l, s.Theory.RLVRLimit)
 		}
 		lines = append(lines, figures.Theory{Y: l, Label: label})
 	}

@@ -7,8 +7,8 @@ type Band struct {
 	X, Mean, Lo, Hi []float64
 }
 
-// Bands draws curves with their intervals (a shaded band, or error bars
-// on a short curve) and dashed horizontal lines, with a legend. With
+// Bands draws curves with their intervals as shaded bands and dashed
+// horizontal lines, with a legend. With
 // logY, points whose mean is not positive are left out and a lower edge
 // at or below 0 is drawn at the smallest positive value shown. Nothing
 // is written when no point remains.
@@ -16,7 +16,7 @@ func Bands(path, title, xlabel, ylabel string, logY bool, bands []Band, lines []
 	pn := Panel{XLabel: xlabel, YLabel: ylabel, LogY: logY, Lines: lines}
 	shown := false
 	for _, b := range bands {
-		pn.Series = append(pn.Series, Series{Name: b.Name, X: b.X, Y: b.Mean, Lo: b.Lo, Hi: b.Hi})
+		pn.Series = append(pn.Series, Series{Name: b.Name, X: b.X, Y: b.Mean, Lo: b.Lo, Hi: b.Hi, Band: true})
 		for _, m := range b.Mean {
 			shown = shown || finite(m) && (!logY || m > 0)
 		}

@@ -23,8 +23,9 @@ type Series struct {
 	X, Y []float64
 	// Lo and Hi, when set, bound each point's 95% interval (NaN: none),
 	// drawn as error bars, or as a shaded band on a curve of more than
-	// denseAt points.
+	// denseAt points or when Band is set.
 	Lo, Hi []float64
+	Band   bool
 	// Lower marks the points that are only lower bounds of the value (a
 	// Monte Carlo estimate some of whose rollouts missed the horizon):
 	// drawn as triangles, with a legend entry of their own.

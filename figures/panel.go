@@ -31,8 +31,12 @@ func (pn Panel) plot() (*plot.Plot, []entry, error) {
 	p.X.Label.Text, p.Y.Label.Text = pn.XLabel, pn.YLabel
 	p.X.Label.TextStyle.Font.Size, p.Y.Label.TextStyle.Font.Size = vg.Points(11), vg.Points(11)
 	p.X.Tick.Marker, p.Y.Tick.Marker = linearTicks{pn.XTicks}, linearTicks{}
+	// A log axis plots log10 y on a linear axis with logTicks: gonum's
+	// LogScale centres the axis label's glyph box at the arithmetic mean of
+	// the range, near the top, and shrinks the plot to make room for it.
+	ty := func(y float64) float64 { return y }
 	if pn.LogY {
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
+		p.Y.Tick.Marker, ty = logTicks{}, math.Log10
 	}
 	// floor stands in for interval edges at or below 0 on a log axis.
 	floor, x0, x1 := math.Inf(1), math.Inf(1), math.Inf(-1)
@@ -54,7 +58,7 @@ func (pn Panel) plot() (*plot.Plot, []entry, error) {
 		if c == nil {
 			c = Color(i)
 		}
-		thumbs, low, err := addSeries(p, s, c, pn.LogY, floor)
+		thumbs, low, err := addSeries(p, s, c, pn.LogY, floor, ty)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -73,7 +77,7 @@ func (pn Panel) plot() (*plot.Plot, []entry, error) {
 		if !(th.Y > 0) && pn.LogY || !finite(th.Y) {
 			continue
 		}
-		l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: th.Y}, {X: x1, Y: th.Y}})
+		l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: ty(th.Y)}, {X: x1, Y: ty(th.Y)}})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -83,13 +87,13 @@ func (pn Panel) plot() (*plot.Plot, []entry, error) {
 		entries = append(entries, entry{th.Label, []plot.Thumbnailer{l}})
 	}
 	if pn.LogY && p.Y.Max > p.Y.Min {
-		p.Y.Min, p.Y.Max = p.Y.Min/1.15, p.Y.Max*1.15
+		p.Y.Min, p.Y.Max = p.Y.Min-math.Log10(1.15), p.Y.Max+math.Log10(1.15)
 	} else if p.Y.Max > p.Y.Min {
 		d := (p.Y.Max - p.Y.Min) * 0.03
 		p.Y.Min, p.Y.Max = p.Y.Min-d, p.Y.Max+d
 	}
 	if pn.YMax > pn.YMin {
-		p.Y.Min, p.Y.Max = pn.YMin, pn.YMax
+		p.Y.Min, p.Y.Max = ty(pn.YMin), ty(pn.YMax)
 	}
 	if pn.XMax > pn.XMin {
 		p.X.Min, p.X.Max = pn.XMin, pn.XMax
@@ -97,10 +101,10 @@ func (pn Panel) plot() (*plot.Plot, []entry, error) {
 	return p, entries, nil
 }
 
-// addSeries draws one curve: its line, its markers (a short curve), its
-// intervals and its lower bounds; thumbs is its legend thumbnail, lower
-// whether it has lower bounds.
-func addSeries(p *plot.Plot, s Series, c color.Color, logY bool, floor float64) (thumbs []plot.Thumbnailer, lower bool, err error) {
+// addSeries draws one curve at y = ty(Y): its line, its markers (a short
+// curve), its intervals and its lower bounds; thumbs is its legend
+// thumbnail, lower whether it has lower bounds.
+func addSeries(p *plot.Plot, s Series, c color.Color, logY bool, floor float64, ty func(float64) float64) (thumbs []plot.Thumbnailer, lower bool, err error) {
 	var pts, marks, lows, bars plotter.XYs
 	var errs plotter.YErrors
 	var bands []plotter.XYs // runs of consecutive intervals: upper edge, then lower edge reversed
@@ -116,7 +120,7 @@ func addSeries(p *plot.Plot, s Series, c color.Color, logY bool, floor float64) 
 		if !finite(y) || logY && y <= 0 {
 			continue
 		}
-		pt := plotter.XY{X: s.X[j], Y: y}
+		pt := plotter.XY{X: s.X[j], Y: ty(y)}
 		pts = append(pts, pt)
 		if j < len(s.Lower) && s.Lower[j] {
 			lows = append(lows, pt)
@@ -132,8 +136,9 @@ func addSeries(p *plot.Plot, s Series, c color.Color, logY bool, floor float64) 
 		if logY && !(lo > 0) {
 			lo = floor
 		}
+		lo, hi = ty(lo), ty(hi)
 		bars = append(bars, pt)
-		errs = append(errs, struct{ Low, High float64 }{y - lo, hi - y})
+		errs = append(errs, struct{ Low, High float64 }{pt.Y - lo, hi - pt.Y})
 		upper, under = append(upper, plotter.XY{X: pt.X, Y: hi}), append(under, plotter.XY{X: pt.X, Y: lo})
 	}
 	flush()
@@ -141,7 +146,7 @@ func addSeries(p *plot.Plot, s Series, c color.Color, logY bool, floor float64) 
 		return nil, false, nil
 	}
 	dense := len(pts) > denseAt
-	if dense {
+	if dense || s.Band {
 		r, g, b, _ := c.RGBA()
 		for _, poly := range bands {
 			shade, err := plotter.NewPolygon(poly)

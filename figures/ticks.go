@@ -8,17 +8,34 @@ import (
 	"gonum.org/v1/plot"
 )
 
-// maxLabels is the most labelled ticks an axis gets by default.
-const maxLabels = 8
+// maxLabels is the most labelled ticks an axis gets by default;
+// powers of ten alone, evenly spaced on a log axis, may take up to
+// maxDecadeLabels.
+const (
+	maxLabels       = 8
+	maxDecadeLabels = 11
+)
 
-// logTicks labels a log axis at 1-2-3-5, 1-2-5, 1-3 or 1 times powers of
-// ten, the densest that gives at most maxLabels labels, with unlabelled
+// logTicks labels a log axis at 1-2-3-5, 1-2-5 or 1-3 times powers of
+// ten, the densest that gives at most maxLabels labels, or else at powers
+// of ten (every one, or every n-th for more than maxDecadeLabels), with unlabelled
 // ticks at the other integers of each decade; an axis spanning less than
 // a decade gets evenly spaced labels (linearTicks), which read better
-// there. Every label of an axis has the same format (label).
+// there. Every label of an axis has the same format (label). The axis
+// holds log10 of the values: lo and hi are log10 of the range, each tick's
+// Value log10 of the value its label shows.
 type logTicks struct{}
 
 func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := logTickValues(math.Pow(10, lo), math.Pow(10, hi))
+	for i := range ts {
+		ts[i].Value = math.Log10(ts[i].Value)
+	}
+	return ts
+}
+
+// logTickValues are logTicks' ticks over [lo, hi] in values, not logs.
+func logTickValues(lo, hi float64) []plot.Tick {
 	if !(lo > 0) || !(hi > lo) || hi/lo < 10 {
 		return linearTicks{}.Ticks(lo, hi)
 	}
@@ -27,12 +44,12 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	var major []float64
 	for _, set := range [][]int{{1, 2, 3, 5}, {1, 2, 5}, {1, 3}, {1}} {
 		major = decadeTicks(set, e0, e1, 1, lo, hi)
-		if len(major) <= maxLabels {
+		if len(major) <= maxLabels || len(set) == 1 {
 			break
 		}
 	}
 	every := 1
-	for len(major) > maxLabels { // very many decades: every other power of ten, ...
+	for len(major) > maxDecadeLabels { // very many decades: every other power of ten, ...
 		every++
 		major = decadeTicks([]int{1}, e0, e1, every, lo, hi)
 	}

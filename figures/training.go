@@ -15,8 +15,9 @@ const maxDepthPanels = 15
 // panel per depth j (at most maxDepthPanels of them, evenly spread), so
 // that depths can be told apart; the title adds the largest difference
 // between depths at any step. rows are abcd.csv's: step, depth, a, b, c,
-// d (NaN: a depth never visited). Nothing is written when there is no row.
-func ABCD(path, title string, rows [][]float64) error {
+// d (NaN: a depth never visited). lines are drawn in every panel.
+// Nothing is written when there is no row.
+func ABCD(path, title string, rows [][]float64, lines ...Theory) error {
 	k := 0
 	for _, r := range rows {
 		k = max(k, int(r[1]))
@@ -28,7 +29,7 @@ func ABCD(path, title string, rows [][]float64) error {
 	depths := spread(k, maxDepthPanels)
 	var panels []Panel
 	for _, j := range depths {
-		pn := Panel{Title: fmt.Sprintf("depth j = %d", j), YMin: 0, YMax: 1.02, XTicks: 4}
+		pn := Panel{Title: fmt.Sprintf("depth j = %d", j), YMin: 0, YMax: 1.02, XTicks: 4, Lines: lines}
 		for q := range 4 {
 			s := Series{Name: names[q], Color: Color(q), Dashed: q == 1 || q == 3}
 			for _, r := range rows {

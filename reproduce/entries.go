@@ -56,6 +56,16 @@ func (r *reproducer) thm2(dir string) (string, string, error) {
 		return "", "", err
 	}
 	L := float64(l)
+	// The run's abcd.png again, with the values Theorem 2 predicts.
+	a, err := experiment.ReadMetrics(filepath.Join(dir, "abcd.csv"))
+	if err != nil {
+		return "", "", err
+	}
+	err = figures.ABCD(filepath.Join(dir, "abcd.png"), fmt.Sprintf("a, b, c, d per depth under %s training, graph %s", s.Trainer, s.Graph), a.Rows,
+		figures.Theory{Y: L / (L + 1), Label: fmt.Sprintf("Theorem 2: b = L/(L+1) = %.4g", L/(L+1))}, figures.Theory{Y: 1 / (L + 1), Label: fmt.Sprintf("Theorem 2: d = 1/(L+1) = %.4g", 1/(L+1))})
+	if err != nil {
+		return "", "", err
+	}
 	b, d := experiment.Value(s.FinalABCD[1]), experiment.Value(s.FinalABCD[3])
 	ok := s.Converged && math.Abs(b-L/(L+1)) < 1e-12 && math.Abs(d-1/(L+1)) < 1e-12
 	return fmt.Sprintf("%s: hitting time %s -> %.6g (SFT limit %.6g) in %d steps; b = %.6f, d = %.6f", s.Graph,
