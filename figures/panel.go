@@ -87,7 +87,7 @@ func (pn Panel) plot() (*plot.Plot, []entry, error) {
 		entries = append(entries, entry{th.Label, []plot.Thumbnailer{l}})
 	}
 	if pn.LogY && p.Y.Max > p.Y.Min {
-		p.Y.Min, p.Y.Max = p.Y.Min-math.Log10(1.15), p.Y.Max+math.Log10(1.15)
+		p.Y.Min, p.Y.Max = snapDown(p.Y.Min-math.Log10(1.15)), p.Y.Max+math.Log10(1.15)
 	} else if p.Y.Max > p.Y.Min {
 		d := (p.Y.Max - p.Y.Min) * 0.03
 		p.Y.Min, p.Y.Max = p.Y.Min-d, p.Y.Max+d
@@ -205,4 +205,20 @@ func reversed(xy plotter.XYs) plotter.XYs {
 		out[len(xy)-1-i] = p
 	}
 	return out
+}
+
+// snapDown lowers the bottom of a log axis (log10 of its value) to the
+// nearest 1, 2, 3 or 5 times a power of ten when that is within a factor
+// 1.25, so that the axis starts at a label.
+func snapDown(lo float64) float64 {
+	e := math.Floor(lo)
+	for _, m := range []float64{5, 3, 2, 1} {
+		if v := e + math.Log10(m); v <= lo {
+			if lo-v <= math.Log10(1.25) {
+				return v
+			}
+			break
+		}
+	}
+	return lo
 }
