@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,26 +29,30 @@ func writePlots(dir string, s Summary) error {
 	}
 	steps := m.Column("step")
 	if s.Trainer.Dense() {
-		return figures.InvalidMass(filepath.Join(dir, "invalid_mass.png"),
-			"Pretraining from zero logits learns the world model's mask (Theorem 1), graph "+s.Graph,
-			steps, m.Column("invalid_mass"), m.Column("bound_ratio"))
+		return figures.Figure{Title: "Pretraining from zero logits learns the world model's mask (Theorem 1), graph " + s.Graph,
+			Panels: []figures.Panel{{XLabel: "training step", YLabel: "max over states (log scale)", LogY: true,
+				Series: []figures.Series{{Name: "mass on invalid transitions 1 - p_s(t)", X: steps, Y: m.Column("invalid_mass")},
+					{Name: "its ratio to Theorem 1's bound n_s/(m_s + t)", X: steps, Y: m.Column("bound_ratio"), Dashed: true}},
+				Lines: []figures.Theory{{Y: 1, Label: "Theorem 1: the ratio stays at or below 1"}}}}}.Save(filepath.Join(dir, "invalid_mass.png"))
 	}
-	curve := "exact hitting time"
-	if s.FinalSuccessRate != nil {
-		curve = "Monte Carlo hitting time"
-	}
-	var h0, limit figures.Theory
+	var lines []figures.Theory
 	if s.Theory.H0 > 0 {
-		h0 = figures.Theory{Y: s.Theory.H0, Label: "H_0 = " + num(s.Theory.H0) + " (pretrained, Appendix B)"}
+		lines = append(lines, figures.Theory{Y: s.Theory.H0, Label: fmt.Sprintf("H_0 = %.6g (pretrained, Appendix B)", s.Theory.H0)})
 	}
 	if l := Value(s.LimitHittingTime); l > 0 {
-		limit = figures.Theory{Y: l, Label: "limit " + num(l) + " (converged backtracking; 4 sum k = " + num(s.Theory.RLVRLeading) + ")"}
-		if s.Trainer.Supervises() {
-			limit.Label = "SFT limit " + num(l)
+		label := fmt.Sprintf("limit %.6g (converged backtracking; 4 sum k = %.6g)", l, s.Theory.RLVRLeading)
+		switch {
+		case s.Trainer.Supervises():
+			label = fmt.Sprintf("SFT limit %.6g", l)
+		case s.Trainer == trainers.Distill:
+			label = fmt.Sprintf("the teacher's hitting time %.6g (RLVR limit %.6g)", l, s.Theory.RLVRLimit)
 		}
+		lines = append(lines, figures.Theory{Y: l, Label: label})
 	}
-	if err := figures.Hitting(filepath.Join(dir, "hitting_time.png"), fmt.Sprintf("Hitting time under %s training, graph %s", s.Trainer, s.Graph),
-		curve, steps, m.Column("hitting_time"), h0, limit); err != nil {
+	err = figures.Figure{Title: fmt.Sprintf("Hitting time under %s training, %s, graph %s", s.Trainer, s.Model, s.Graph),
+		Panels: []figures.Panel{{XLabel: "training step", YLabel: "hitting time H_f (transitions, log scale)", LogY: true,
+			Series: []figures.Series{HittingSeries(m)}, Lines: lines}}}.Save(filepath.Join(dir, "hitting_time.png"))
+	if err != nil {
 		return err
 	}
 	if s.Attention != nil {
@@ -63,7 +68,32 @@ func writePlots(dir string, s Summary) error {
 		return err
 	}
 	return figures.ABCD(filepath.Join(dir, "abcd.png"),
-		fmt.Sprintf("a, b, c, d per depth under %s training, graph %s (every depth overlaid)", s.Trainer, s.Graph), a.Rows)
+		fmt.Sprintf("a, b, c, d per depth under %s training, graph %s", s.Trainer, s.Graph), a.Rows)
+}
+
+// HittingSeries is metrics.csv's hitting time against the step, named
+// for what it is: exact, or Monte Carlo with its 95% interval where every
+// evaluation rollout hit and a lower bound where some missed.
+func HittingSeries(m *Metrics) figures.Series {
+	s := figures.Series{Name: "exact hitting time", X: m.Column("step"), Y: m.Column("hitting_time")}
+	ci, rate := m.Column("hitting_time_ci95"), m.Column("mc_success_rate")
+	for i := range rate {
+		if math.IsNaN(rate[i]) {
+			continue // an exact row
+		}
+		if s.Lo == nil {
+			s.Name = "Monte Carlo hitting time, 95% interval"
+			s.Lo, s.Hi, s.Lower = make([]float64, len(s.Y)), make([]float64, len(s.Y)), make([]bool, len(s.Y))
+			for j := range s.Lo {
+				s.Lo[j], s.Hi[j] = math.NaN(), math.NaN()
+			}
+		}
+		s.Lower[i] = rate[i] < 1
+		if !s.Lower[i] && i < len(ci) && !math.IsNaN(ci[i]) {
+			s.Lo[i], s.Hi[i] = s.Y[i]-ci[i], s.Y[i]+ci[i]
+		}
+	}
+	return s
 }
 
 // AttentionFile is a transformer run folder's attention heat map.

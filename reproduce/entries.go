@@ -13,6 +13,7 @@ import (
 	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/figures"
 	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/sweep"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 	"github.com/rlvr-backtrack/backtrack/trainers"
 )
@@ -54,6 +55,16 @@ func (r *reproducer) thm2(dir string) (string, string, error) {
 		return "", "", err
 	}
 	L := float64(l)
+	// The run's abcd.png again, with the values Theorem 2 predicts.
+	a, err := experiment.ReadMetrics(filepath.Join(dir, "abcd.csv"))
+	if err != nil {
+		return "", "", err
+	}
+	err = figures.ABCD(filepath.Join(dir, "abcd.png"), fmt.Sprintf("a, b, c, d per depth under %s training, graph %s", s.Trainer, s.Graph), a.Rows,
+		figures.Theory{Y: L / (L + 1), Label: fmt.Sprintf("Theorem 2: b = L/(L+1) = %.4g", L/(L+1))}, figures.Theory{Y: 1 / (L + 1), Label: fmt.Sprintf("Theorem 2: d = 1/(L+1) = %.4g", 1/(L+1))})
+	if err != nil {
+		return "", "", err
+	}
 	b, d := experiment.Value(s.FinalABCD[1]), experiment.Value(s.FinalABCD[3])
 	ok := s.Converged && math.Abs(b-L/(L+1)) < 1e-12 && math.Abs(d-1/(L+1)) < 1e-12
 	return fmt.Sprintf("%s: hitting time %s -> %.6g (SFT limit %.6g) in %d steps; b = %.6f, d = %.6f", s.Graph,
@@ -82,10 +93,10 @@ func (r *reproducer) thm4(dir string) (string, string, error) {
 	kmax := r.sized(12, 6)
 	var csv strings.Builder
 	csv.WriteString("policy,K,L,hitting_time\n")
-	var sft, rlvr []figures.Series
+	var sft, fits, rlvr []figures.Series
 	worst := 0.0 // largest relative gap between the fitted growth per depth and (L+1)^2/L
 	for l := 1; l <= 5; l++ {
-		s, q := figures.Series{Name: fmt.Sprintf("SFT limit, L=%d", l)}, figures.Series{Name: fmt.Sprintf("RLVR limit, L=%d", l)}
+		s, q := figures.Series{Name: fmt.Sprintf("SFT limit, L=%d", l), Color: figures.Color(l - 1)}, figures.Series{Name: fmt.Sprintf("RLVR limit, L=%d", l), Dashed: true}
 		for k := 1; k <= kmax; k++ {
 			hs, err := exactH(graphConfig(w, k, l), "sft-limit")
 			if err != nil {
@@ -100,15 +111,25 @@ func (r *reproducer) thm4(dir string) (string, string, error) {
 			q.X, q.Y = append(q.X, float64(k)), append(q.Y, hr)
 		}
 		n := len(s.Y)
-		growth := s.Y[n-1] / s.Y[n-2]
-		worst = math.Max(worst, rel(growth, float64((l+1)*(l+1))/float64(l)))
-		sft, rlvr = append(sft, s), append(rlvr, q)
+		growth, theory := s.Y[n-1]/s.Y[n-2], float64((l+1)*(l+1))/float64(l)
+		worst = math.Max(worst, rel(growth, theory))
+		fit := figures.Series{Name: fmt.Sprintf("fitted growth, L=%d: x%.3f per depth ((L+1)^2/L = %.3f)", l, growth, theory), Fit: true, Color: s.Color}
+		for _, k := range s.X {
+			fit.X, fit.Y = append(fit.X, k), append(fit.Y, s.Y[n-1]*math.Pow(growth, k-s.X[n-1]))
+		}
+		sft, fits, rlvr = append(sft, s), append(fits, fit), append(rlvr, q)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "hitting_times.csv"), []byte(csv.String()), 0o644); err != nil {
 		return "", "", err
 	}
-	if err := figures.Lines(filepath.Join(dir, "separation.png"), fmt.Sprintf("Exact hitting times of the SFT and RLVR limits, W=%d", w),
-		"depth K (diamonds per branch)", "hitting time H_f (transitions, log scale)", true, true, append(sft, rlvr...)); err != nil {
+	rlvr = sameCurves(rlvr, "RLVR limit, every L (the same)")
+	for i := range rlvr {
+		rlvr[i].Color = figures.Color(5 + i)
+	}
+	err := figures.Figure{Title: fmt.Sprintf("Exact hitting times of the SFT and RLVR limits, W=%d; dotted: growth fitted on the last two depths", w),
+		Panels: []figures.Panel{{XLabel: "depth K (diamonds per branch)", YLabel: "exact hitting time H_f (transitions, log scale)", LogY: true,
+			Series: append(append(sft, fits...), rlvr...)}}}.Save(filepath.Join(dir, "separation.png"))
+	if err != nil {
 		return "", "", err
 	}
 	h5, _ := exactH(graphConfig(w, kmax, 5), "sft-limit")
@@ -127,7 +148,7 @@ func (r *reproducer) corollary(dir string) (string, string, error) {
 	ok := true
 	for _, pol := range []string{"sft-limit", "rlvr-limit"} {
 		for _, l := range []int{1, 3, 5} {
-			s := figures.Series{Name: fmt.Sprintf("%s, L=%d", pol, l)}
+			s := figures.Series{Name: fmt.Sprintf("%s, L=%d (%d rollouts, 95%% interval)", pol, l, n), Dashed: pol == "rlvr-limit"}
 			for k := 2; k <= kmax; k++ {
 				g, err := tasks.New(graphConfig(w, k, l))
 				if err != nil {
@@ -144,6 +165,7 @@ func (r *reproducer) corollary(dir string) (string, string, error) {
 				}
 				fmt.Fprintf(&csv, "%s,%d,%d,%s,%s\n", pol, k, l, experiment.FormatExact(mc.HittingTime), experiment.FormatExact(mc.CI95))
 				s.X, s.Y = append(s.X, float64(k)), append(s.Y, mc.HittingTime)
+				s.Lo, s.Hi = append(s.Lo, mc.HittingTime-mc.CI95), append(s.Hi, mc.HittingTime+mc.CI95)
 				scale := float64(w * k * (l + 1))
 				if pol == "rlvr-limit" {
 					scale = float64(w * k)
@@ -158,8 +180,9 @@ func (r *reproducer) corollary(dir string) (string, string, error) {
 	if err := os.WriteFile(filepath.Join(dir, "search_agent.csv"), []byte(csv.String()), 0o644); err != nil {
 		return "", "", err
 	}
-	if err := figures.Lines(filepath.Join(dir, "search_agent.png"), fmt.Sprintf("Hitting time with the search agent, W=%d (%d rollouts each)", w, n),
-		"depth K", "hitting time with the agent (steps, refusals included)", false, true, lines); err != nil {
+	err := figures.Figure{Title: fmt.Sprintf("Hitting time with the search agent, W=%d: Monte Carlo, %d rollouts each, 95%% intervals", w, n),
+		Panels: []figures.Panel{{XLabel: "depth K", YLabel: "hitting time with the agent (steps, refusals included)", Series: lines}}}.Save(filepath.Join(dir, "search_agent.png"))
+	if err != nil {
 		return "", "", err
 	}
 	last := lines[2].Y[len(lines[2].Y)-1]
@@ -215,8 +238,9 @@ func (r *reproducer) fig5Scaling(dir string) (string, string, error) {
 	if err := os.WriteFile(filepath.Join(dir, "sft_scaling.csv"), []byte(csv.String()), 0o644); err != nil {
 		return "", "", err
 	}
-	if err := figures.Lines(filepath.Join(dir, "sft_scaling.png"), fmt.Sprintf("SFT limit: exact hitting time against depth, W=%d", w),
-		"depth K", "hitting time H_f (transitions, log scale)", true, true, lines); err != nil {
+	err := figures.Figure{Title: fmt.Sprintf("SFT limit: exact hitting time against depth, W=%d", w),
+		Panels: []figures.Panel{{XLabel: "depth K", YLabel: "exact hitting time H_f (transitions, log scale)", LogY: true, Series: lines}}}.Save(filepath.Join(dir, "sft_scaling.png"))
+	if err != nil {
 		return "", "", err
 	}
 	return fmt.Sprintf("W=%d, K=1..%d: log H straight in K for L=1..5 (L=5, K=%d: %.3g)", w, kmax, kmax, lines[4].Y[len(lines[4].Y)-1]), yes(straight), nil
@@ -227,7 +251,7 @@ func (r *reproducer) fig5Partial(dir string) (string, string, error) {
 	k, draws := r.sized(6, 3), r.sized(100, 10)
 	var lines []figures.Series
 	var csv strings.Builder
-	csv.WriteString("L,p,mean_hitting_time\n")
+	csv.WriteString("L,p,mean_hitting_time,ci95\n")
 	decreasing := true
 	for l := 1; l <= 5; l++ {
 		g, err := tasks.New(graphConfig(w, k, l))
@@ -235,10 +259,10 @@ func (r *reproducer) fig5Partial(dir string) (string, string, error) {
 			return "", "", err
 		}
 		an := eval.NewAnalyzer(g)
-		s := figures.Series{Name: fmt.Sprintf("L=%d", l)}
+		s := figures.Series{Name: fmt.Sprintf("L=%d (mean over draws, 95%% interval)", l)}
 		for i := 0; i <= 10; i++ {
 			p := float64(i) / 10
-			sum := 0.0
+			hs := make([]float64, 0, draws)
 			for d := range draws {
 				rng := rand.New(rand.NewPCG(uint64(l), uint64(1000*i+d)))
 				_, sup, err := trainers.SFTPairs(g, p, rng)
@@ -249,22 +273,30 @@ func (r *reproducer) fig5Partial(dir string) (string, string, error) {
 				if err != nil {
 					return "", "", err
 				}
-				sum += res.HittingTime
+				hs = append(hs, res.HittingTime)
 			}
-			mean := sum / float64(draws)
-			fmt.Fprintf(&csv, "%d,%g,%s\n", l, p, experiment.FormatExact(mean))
+			e := sweep.Mean95(hs)
+			mean, ci := e.Mean, e.CI95
+			fmt.Fprintf(&csv, "%d,%g,%s,%s\n", l, p, experiment.FormatExact(mean), experiment.FormatExact(ci))
 			if n := len(s.Y); n > 0 && mean > s.Y[n-1]*(1+1e-9) {
 				decreasing = false
 			}
 			s.X, s.Y = append(s.X, p), append(s.Y, mean)
+			s.Lo, s.Hi = append(s.Lo, mean-ci), append(s.Hi, mean+ci)
 		}
 		lines = append(lines, s)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "partial_supervision.csv"), []byte(csv.String()), 0o644); err != nil {
 		return "", "", err
 	}
-	if err := figures.Lines(filepath.Join(dir, "partial_supervision.png"), fmt.Sprintf("SFT supervising a fraction p of backward states, W=K=%d (%d draws per p)", k, draws),
-		"fraction p of backward states supervised", "mean hitting time (transitions, log scale)", true, true, lines); err != nil {
+	limit, err := exactH(graphConfig(w, k, 5), "rlvr-limit")
+	if err != nil {
+		return "", "", err
+	}
+	err = figures.Figure{Title: fmt.Sprintf("SFT supervising a fraction p of backward states, W=K=%d (%d draws per p; each draw exact)", k, draws),
+		Panels: []figures.Panel{{XLabel: "fraction p of backward states supervised", YLabel: "mean exact hitting time (transitions, log scale)", LogY: true, Series: lines,
+			Lines: []figures.Theory{{Y: limit, Label: "RLVR limit " + experiment.FormatNumber(limit) + " (exact; the same for every L)"}}}}}.Save(filepath.Join(dir, "partial_supervision.png"))
+	if err != nil {
 		return "", "", err
 	}
 	l5 := lines[4]
@@ -289,66 +321,4 @@ func (r *reproducer) fig6(dir string) (string, string, error) {
 	}
 	return fmt.Sprintf("%s, source row frozen (the default; its exact optimum %s), baseline fork, adam lr 0.025, 128 rollouts: %s -> %.6g in %d steps, within 5%% of the optimum", s.Graph,
 		experiment.FormatNumber(experiment.Value(s.LimitHittingTime)), experiment.FormatNumber(experiment.Value(s.InitialHittingTime)), experiment.Value(s.FinalHittingTime), s.Steps), yes(s.Converged), nil
-}
-
-// fig8 is the heterogeneous figure with both settings of the source row
-// side by side: frozen (the default), exact RLVR reaches the optimum with
-// the deep branch's entry turning back sometimes; trained, it enters the
-// shallowest branch first and ends at that setting's optimum. Both lie
-// below the uniform-entry limit and the paper's 4 sum_i k_i.
-func (r *reproducer) fig8(dir string) (string, string, error) {
-	var lines []figures.Series
-	var parts []string
-	ok := true
-	var th eval.Predictions
-	for _, source := range []bool{false, true} {
-		rc := experiment.DefaultConfig()
-		rc.Graph = tasks.Config{Branches: [][]int{{2, 2, 3}, {5, 1}, {4, 4, 4, 4}}}
-		rc.Train.TrainSource = source
-		name := map[bool]string{false: "source-frozen", true: "source-trained"}[source]
-		sub := filepath.Join(dir, name)
-		s, err := r.trainEntry(sub, rc)
-		if err != nil {
-			return "", "", err
-		}
-		b, err := experiment.LoadBigram(sub, nil)
-		if err != nil {
-			return "", "", err
-		}
-		m, err := experiment.ReadMetrics(sub)
-		if err != nil {
-			return "", "", err
-		}
-		lines = append(lines, figures.Series{Name: "exact RLVR, " + strings.ReplaceAll(name, "-", " "), X: m.Column("step"), Y: m.Column("hitting_time")})
-		th = s.Theory
-		g := b.Graph
-		entry := make([]float64, g.W())
-		for i, br := range g.Branches {
-			lo, hi := g.DesiredRange(br.Entry())
-			for n, a := range g.Row(br.Entry()) {
-				if a >= lo && a < hi {
-					entry[i] += b.Probs[g.Offsets[br.Entry()]+n]
-				}
-			}
-		}
-		parts = append(parts, fmt.Sprintf("source %s: -> %.6g (exact optimum %.6g: source %s, entries %s; trained: source %s, entries %s)",
-			map[bool]string{false: "frozen", true: "trained"}[source], experiment.Value(s.FinalHittingTime), th.RLVROptimum,
-			experiment.FormatProbs(th.RLVROptimumSource), experiment.FormatProbs(th.RLVROptimumEntry), experiment.FormatProbs(b.Probs[:g.W()]), experiment.FormatProbs(entry)))
-		ok = ok && s.Converged && th.Certified
-	}
-	steps := lines[0].X[len(lines[0].X)-1]
-	for _, h := range []struct {
-		name string
-		y    float64
-	}{{"paper's 4 sum k", th.RLVRLeading}, {"uniform-entry limit (a=b=c=d=1)", th.RLVRLimit},
-		{"exact optimum, source frozen", th.RLVROptimumSourceFrozen}, {"exact optimum, source trained", th.RLVROptimumSourceTrained}} {
-		lines = append(lines, figures.Series{Name: fmt.Sprintf("%s = %s", h.name, experiment.FormatNumber(h.y)), X: []float64{0, steps}, Y: []float64{h.y, h.y}})
-	}
-	if err := figures.Lines(filepath.Join(dir, "hitting_time.png"), "Exact RLVR on branches 2,2,3;5,1;4,4,4,4, source row frozen and trained",
-		"step", "exact hitting time (transitions, log scale)", true, false, lines); err != nil {
-		return "", "", err
-	}
-	m := fmt.Sprintf("2,2,3;5,1;4,4,4,4: %s; uniform-entry limit %s; 4 sum k %s", strings.Join(parts, "; "),
-		experiment.FormatNumber(th.RLVRLimit), experiment.FormatNumber(th.RLVRLeading))
-	return m, map[bool]string{true: "imprecise", false: "no"}[ok], nil
 }

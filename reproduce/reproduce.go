@@ -18,6 +18,7 @@ import (
 
 	"github.com/rlvr-backtrack/backtrack/checkpoints"
 	"github.com/rlvr-backtrack/backtrack/experiment"
+	"github.com/rlvr-backtrack/backtrack/figures"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -280,3 +281,18 @@ func yes(ok bool) string {
 }
 
 func graphConfig(w, k, l int) tasks.Config { return tasks.Config{W: w, K: k, L: l} }
+
+// sameCurves returns curves as they are, or, when they all have the same
+// values (within 1e-12), the first alone under name.
+func sameCurves(curves []figures.Series, name string) []figures.Series {
+	for _, c := range curves[1:] {
+		for i, y := range c.Y {
+			if i >= len(curves[0].Y) || rel(y, curves[0].Y[i]) > 1e-12 {
+				return curves
+			}
+		}
+	}
+	one := curves[0]
+	one.Name = name
+	return []figures.Series{one}
+}

@@ -45,7 +45,7 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 	var lines []figures.Series
 	var table, csv strings.Builder
 	table.WriteString("| learner | final hitting time | steps to within 5% of the limit | wall seconds to within 5% | attention leaving the current token | attention on the prompt |\n| --- | --- | --- | --- | --- | --- |\n")
-	csv.WriteString("learner,step,hitting_time,hitting_time_ci95,wall_seconds\n")
+	csv.WriteString("learner,step,hitting_time,hitting_time_ci95,mc_success_rate,wall_seconds\n")
 	var sums []experiment.Summary
 	limit := 0.0
 	for _, ln := range learners {
@@ -73,12 +73,15 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 			return "", "", err
 		}
 		rows := m.Rows
-		st, h, ci, wall := m.Index("step"), m.Index("hitting_time"), m.Index("hitting_time_ci95"), m.Index("wall_seconds")
-		sr := figures.Series{Name: ln.name}
+		st, h, ci, rate, wall := m.Index("step"), m.Index("hitting_time"), m.Index("hitting_time_ci95"), m.Index("mc_success_rate"), m.Index("wall_seconds")
+		sr := experiment.HittingSeries(m)
+		sr.Name = ln.name + " (exact)"
+		if sr.Lo != nil {
+			sr.Name = ln.name + " (Monte Carlo, 95% interval)"
+		}
 		reachStep, reachWall := math.NaN(), math.NaN()
 		for _, row := range rows {
-			sr.X, sr.Y = append(sr.X, row[st]), append(sr.Y, row[h])
-			fmt.Fprintf(&csv, "%s,%g,%g,%s,%g\n", ln.name, row[st], row[h], experiment.FormatExact(row[ci]), row[wall])
+			fmt.Fprintf(&csv, "%s,%g,%g,%s,%s,%g\n", ln.name, row[st], row[h], experiment.FormatExact(row[ci]), experiment.FormatExact(row[rate]), row[wall])
 			if math.IsNaN(reachStep) && row[h] <= 1.05*limit {
 				reachStep, reachWall = row[st], row[wall]
 			}
@@ -97,13 +100,11 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 		}
 		fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %s |\n", ln.name, final, experiment.FormatNumber(reachStep), experiment.FormatNumber(reachWall), off, prompt)
 	}
-	last := 0.0
-	for _, sr := range lines {
-		last = math.Max(last, sr.X[len(sr.X)-1])
-	}
-	lines = append(lines, figures.Series{Name: "limit: the bigram's RLVR optimum (4WK + ...)", X: []float64{0, last}, Y: []float64{limit, limit}})
-	if err := figures.Lines(filepath.Join(dir, "hitting_time.png"), fmt.Sprintf("PPO from the same pretrained bigram, W=K=%d, L=%d (transformer: Monte Carlo)", k, l),
-		"step", "hitting time (transitions, log scale)", true, false, lines); err != nil {
+	refs := []figures.Theory{{Y: limit, Label: "limit " + experiment.FormatNumber(limit) + ": the bigram's exact RLVR optimum"},
+		{Y: float64(4 * k * k), Label: fmt.Sprintf("4WK = %d (the paper)", 4*k*k)}}
+	err := figures.Figure{Title: fmt.Sprintf("PPO from the same pretrained bigram, W=K=%d, L=%d", k, l),
+		Panels: []figures.Panel{{XLabel: "step", YLabel: "hitting time (transitions, log scale)", LogY: true, Series: lines, Lines: refs}}}.Save(filepath.Join(dir, "hitting_time.png"))
+	if err != nil {
 		return "", "", err
 	}
 	for _, f := range []struct{ name, data string }{{"learners.csv", csv.String()}, {"learners.md", table.String()}} {
