@@ -302,23 +302,3 @@ func (r *reproducer) fig5Partial(dir string) (string, string, error) {
 	l5 := lines[4]
 	return fmt.Sprintf("W=%d, K=%d, L=5: %.4g at p=0 -> %.4g at p=1 (the RLVR limit)", w, k, l5.Y[0], l5.Y[10]), yes(decreasing), nil
 }
-
-func (r *reproducer) fig6(dir string) (string, string, error) {
-	rc := experiment.DefaultConfig()
-	k, l := r.sized(15, 3), r.sized(5, 2)
-	rc.Graph = graphConfig(k, k, l)
-	rc.Train.Trainer = trainers.PPO
-	// The fork baseline: with the state baseline PPO plateaus above the
-	// limit at this size (docs/ppo-experiments.md).
-	rc.Train.Baseline, rc.Train.Until, rc.Train.Steps = "fork", 0.05, 3000
-	// Half the default step size and batch: as accurate, about half the
-	// wall time and a tenth of the peak memory at this size (seeds 1-3 in
-	// docs/ppo-experiments.md).
-	rc.Train.Optim.LR, rc.Train.Rollouts = 0.025, 128
-	s, err := r.trainEntry(dir, rc)
-	if err != nil {
-		return "", "", err
-	}
-	return fmt.Sprintf("%s, source row frozen (the default; its exact optimum %s), baseline fork, adam lr 0.025, 128 rollouts: %s -> %.6g in %d steps, within 5%% of the optimum", s.Graph,
-		experiment.FormatNumber(experiment.Value(s.LimitHittingTime)), experiment.FormatNumber(experiment.Value(s.InitialHittingTime)), experiment.Value(s.FinalHittingTime), s.Steps), yes(s.Converged), nil
-}
