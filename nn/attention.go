@@ -214,7 +214,7 @@ func (k *attentionKernel) forward(out []float64, in [][]float64) error {
 					}
 					sum := 0.0
 					for i, v := range al {
-						al[i] = math.Exp(v - m)
+						al[i] = exp(v - m)
 						sum += al[i]
 					}
 					inv := 1 / sum

@@ -270,7 +270,7 @@ func segmentLogSoftmaxForward(out, x []float64, offsets []int, lse []float64) {
 			d := v - m
 			o[i] = d
 			if i != j {
-				sum += math.Exp(d)
+				sum += exp(d)
 			}
 		}
 		lse[r] = sum
@@ -310,7 +310,7 @@ func rowLogSoftmax(logp, prob, z []float64) (m, l float64) {
 			prob[i] = 1
 			continue
 		}
-		prob[i] = math.Exp(d)
+		prob[i] = exp(d)
 		sum += prob[i]
 	}
 	l, inv := math.Log(sum), 1/sum

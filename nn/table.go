@@ -125,7 +125,7 @@ func (k *tableKernel) forward(out []float64, in [][]float64) error {
 			}
 			sum := 0.0
 			for s := a; s < b; s++ {
-				k.pi[s] = math.Exp(table[k.entries[s]] + k.offsets[s] - m)
+				k.pi[s] = exp(table[k.entries[s]] + k.offsets[s] - m)
 				sum += k.pi[s]
 			}
 			inv := 1 / sum
