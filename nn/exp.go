@@ -20,15 +20,11 @@ func exp(x float64) float64 {
 	if !(x > -708 && x < 709) {
 		return math.Exp(x)
 	}
-	const (
-		shift = 0x1.8p52 // adding it rounds to an integer
-		ln2hi = 6.93147180369123816490e-01 / expN
-		ln2lo = 1.90821492927058770002e-10 / expN
-	)
+	const shift = 0x1.8p52 // adding it rounds to an integer
 	kd := x*(expN/math.Ln2) + shift
 	kd -= shift
 	k := int64(kd)
-	r := x - kd*ln2hi - kd*ln2lo
+	r := x - kd*(ln2hi/expN) - kd*(ln2lo/expN)
 	p := r + r*r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120))))
 	t := expTable[k&(expN-1)]
 	return (t + t*p) * math.Float64frombits(uint64(k>>expBits+1023)<<52)
@@ -47,3 +43,10 @@ var expTable = func() (t [expN]float64) {
 	}
 	return t
 }()
+
+// ln2hi + ln2lo is ln 2, ln2hi with its last 32 bits zero (so that k
+// ln2hi / 2^expBits is exact for |k| < 2^20).
+const (
+	ln2hi = 6.93147180369123816490e-01
+	ln2lo = 1.90821492927058770002e-10
+)
