@@ -57,3 +57,11 @@ func dotsAVX(y, x, a []float64, stride int)
 //
 //go:noescape
 func axpysAVX(dst, c, a []float64, stride int)
+
+// expsAVX writes dst[i] = e^(src[i] - m) for i < len(dst), a multiple of 4,
+// as exp computes it (fused multiply-adds may round its polynomial
+// differently); c holds exp's constants (expConsts) and table is
+// &expTable[0]. Every src[i] - m must be in exp's range (-708, 709).
+//
+//go:noescape
+func expsAVX(dst, src []float64, m float64, c *[10]float64, table *float64)

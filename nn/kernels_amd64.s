@@ -371,3 +371,60 @@ axpys_store1:
 axpys_done:
 	VZEROUPPER
 	RET
+
+// func expsAVX(dst, src []float64, m float64, c *[10]float64, table *float64)
+// dst[i] = e^(src[i] - m) for i < len(dst) (a multiple of 4), as exp
+// computes it (exp.go), four at a time; the caller checks the range.
+TEXT ·expsAVX(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	VBROADCASTSD m+48(FP), Y5
+	MOVQ c+56(FP), R8
+	MOVQ table+64(FP), R9
+	VBROADCASTSD 0(R8), Y15
+	VBROADCASTSD 8(R8), Y14
+	VBROADCASTSD 16(R8), Y13
+	VBROADCASTSD 24(R8), Y12
+	VBROADCASTSD 32(R8), Y11
+	VBROADCASTSD 40(R8), Y10
+	VBROADCASTSD 48(R8), Y9
+	VBROADCASTSD 56(R8), Y8
+	VPBROADCASTQ 64(R8), Y7
+	VPBROADCASTQ 72(R8), Y6
+	XORQ AX, AX
+	ANDQ $-4, CX
+
+exps_loop:
+	CMPQ AX, CX
+	JGE  exps_done
+	VMOVUPD (SI)(AX*8), Y0
+	VSUBPD Y5, Y0, Y0
+	VMOVAPD Y14, Y1
+	VFMADD231PD Y15, Y0, Y1
+	VSUBPD Y14, Y1, Y2
+	VFMADD231PD Y13, Y2, Y0
+	VFMADD231PD Y12, Y2, Y0
+	VMOVAPD Y10, Y3
+	VFMADD231PD Y11, Y0, Y3
+	VMOVAPD Y9, Y4
+	VFMADD231PD Y3, Y0, Y4
+	VMOVAPD Y8, Y3
+	VFMADD231PD Y4, Y0, Y3
+	VMULPD Y0, Y0, Y4
+	VFMADD231PD Y3, Y4, Y0
+	VPAND Y7, Y1, Y3
+	VPCMPEQQ Y4, Y4, Y4
+	VGATHERQPD Y4, (R9)(Y3*8), Y2
+	VPADDQ Y6, Y1, Y1
+	VPSRLQ $7, Y1, Y1
+	VPSLLQ $52, Y1, Y1
+	VFMADD231PD Y0, Y2, Y2
+	VMULPD Y1, Y2, Y2
+	VMOVUPD Y2, (DI)(AX*8)
+	ADDQ $4, AX
+	JMP  exps_loop
+
+exps_done:
+	VZEROUPPER
+	RET

@@ -17,3 +17,7 @@ func addTwoAVX(dst, x, y []float64) { panic("nn: no AVX kernels off amd64") }
 func dotsAVX(y, x, a []float64, stride int) { panic("nn: no AVX kernels off amd64") }
 
 func axpysAVX(dst, c, a []float64, stride int) { panic("nn: no AVX kernels off amd64") }
+
+func expsAVX(dst, src []float64, m float64, c *[10]float64, table *float64) {
+	panic("nn: no AVX kernels off amd64")
+}

@@ -115,23 +115,31 @@ func (k *tableKernel) forward(out []float64, in [][]float64) error {
 	table := in[0]
 	clear(out[k.n:])
 	parallelFor(k.n, tableBlock, func(lo, hi int) {
-		for t := lo; t < hi; t++ {
+		for t := lo; t < hi; t++ { // pi holds z - max(z) per token, out the taken one's
 			a, b := k.rows[t], k.rows[t+1]
 			m := math.Inf(-1)
 			for s := a; s < b; s++ {
-				m = max(m, table[k.entries[s]]+k.offsets[s])
+				k.pi[s] = table[k.entries[s]] + k.offsets[s]
+				m = max(m, k.pi[s])
 			}
+			for s := a; s < b; s++ {
+				k.pi[s] -= m
+			}
+			out[t] = k.pi[a+k.taken[t]]
+		}
+		slots := k.pi[k.rows[lo]:k.rows[hi]]
+		exps(slots, slots, 0) // the whole block's exponentials at once
+		for t := lo; t < hi; t++ {
+			a, b := k.rows[t], k.rows[t+1]
 			sum := 0.0
 			for s := a; s < b; s++ {
-				k.pi[s] = exp(table[k.entries[s]] + k.offsets[s] - m)
 				sum += k.pi[s]
 			}
 			inv := 1 / sum
 			for s := a; s < b; s++ {
 				k.pi[s] *= inv
 			}
-			x := a + k.taken[t]
-			out[t] = table[k.entries[x]] + k.offsets[x] - m - math.Log(sum)
+			out[t] -= math.Log(sum)
 		}
 	})
 	return nil

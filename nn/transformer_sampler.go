@@ -189,21 +189,15 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 			wt[0] = dot(qh, s.pkey[hh*dh:(hh+1)*dh])
 		}
 		dots(wt[lead:], qh, s.ring[2*d+hh*dh:], w) // (rows, dh) x (dh) -> (rows): the ring's keys of head hh
-		m, j := math.Inf(-1), 0
+		m := math.Inf(-1)
 		for i := range wt {
 			wt[i] *= scale
-			if wt[i] > m {
-				m, j = wt[i], i
-			}
+			m = max(m, wt[i])
 		}
+		exps(wt, wt, m) // the maximum's is exactly 1
 		sum := 0.0
-		for i, v := range wt {
-			if i == j {
-				wt[i] = 1 // exp(0)
-			} else {
-				wt[i] = exp(v - m)
-			}
-			sum += wt[i]
+		for _, v := range wt {
+			sum += v
 		}
 		inv := 1 / sum
 		for i := range wt {
