@@ -15,7 +15,8 @@ import (
 // it with -benchtime 3x), with learning rates of 1e-12 to keep the policy
 // and the batch size fixed. It reports sampled tokens per second, tokens
 // trained through the whole model (the windows, over the epochs) per
-// second, seconds per step and CPU seconds per step (all cores summed).
+// second of step and per second of the windows pass alone, seconds per
+// step and CPU seconds per step (all cores summed).
 func BenchmarkTransformerPPOStep(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -35,6 +36,8 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 				b.Fatal(err)
 			}
 			sampled, trained := 0, 0
+			l := tr.l.(*transformer)
+			pass := l.passTime
 			cpu := cpuSeconds()
 			for b.Loop() {
 				s0, t0 := tr.smp.tokens, tr.smp.trained
@@ -46,6 +49,7 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 			sec := b.Elapsed().Seconds()
 			b.ReportMetric(float64(sampled)/sec, "sampled-tokens/s")
 			b.ReportMetric(float64(trained)/sec, "trained-tokens/s")
+			b.ReportMetric(float64(trained)/(l.passTime-pass).Seconds(), "windows-tokens/s")
 			b.ReportMetric(sec/float64(b.N), "s/step")
 			b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/step")
 		})
@@ -59,9 +63,10 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 // minibatches of the table pass over every sampled token at a trained state
 // and the windows pass over the trained-token budget, and PPO's ratio
 // replay. It reports tokens trained through the whole model (the windows)
-// per second of update, the table pass's tokens per second of update,
-// seconds per update and CPU seconds per update (all cores summed; other
-// processes on a shared machine disturb it less than wall time).
+// per second of update and per second of the windows pass alone, the
+// table pass's tokens per second of update, seconds per update and CPU
+// seconds per update (all cores summed; other processes on a shared
+// machine disturb it less than wall time).
 func BenchmarkTransformerUpdate(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -89,6 +94,8 @@ func BenchmarkTransformerUpdate(b *testing.B) {
 				}
 			}
 			trained := 0
+			l := tr.l.(*transformer)
+			pass := l.passTime
 			cpu := cpuSeconds()
 			for b.Loop() {
 				rs, err := tr.l.update(ab, states, adv)
@@ -99,6 +106,7 @@ func BenchmarkTransformerUpdate(b *testing.B) {
 			}
 			sec := b.Elapsed().Seconds()
 			b.ReportMetric(float64(trained)/sec, "trained-tokens/s")
+			b.ReportMetric(float64(trained)/(l.passTime-pass).Seconds(), "windows-tokens/s")
 			b.ReportMetric(float64(table*b.N)/sec, "table-tokens/s")
 			b.ReportMetric(sec/float64(b.N), "s/update")
 			b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/update")
