@@ -35,7 +35,10 @@ func TestExp(t *testing.T) {
 // rows of every length from 0 to 13 (the 4-wide blocks and the scalar
 // tail), in place and not, with a shift, and on rows with an argument out
 // of the vector range (masked logits, -1e9), which go to exp.
-func TestExps(t *testing.T) {
+func TestExps(t *testing.T) { checkExps(t) }
+
+func checkExps(t *testing.T) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(13, 14))
 	for round := range 3000 {
 		n := round % 14

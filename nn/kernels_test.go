@@ -12,7 +12,10 @@ import (
 // multiple of 4. Sums are compared to a relative 1e-14 of the sum of
 // absolute terms (the kernels may add in another order, and fuse
 // multiplications); element-wise sums must be exact.
-func TestVectorKernels(t *testing.T) {
+func TestVectorKernels(t *testing.T) { checkVectorKernels(t) }
+
+func checkVectorKernels(t *testing.T) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(3, 4))
 	lens := []int{64, 257}
 	for n := 0; n <= 40; n++ {
@@ -53,7 +56,10 @@ func TestVectorKernels(t *testing.T) {
 // TestStridedKernels checks dots and axpys against dot and axpy row by row
 // (the same rounding) on strided rows of every width from 0 to 21 and at
 // 64, with 0, 1 and 5 rows.
-func TestStridedKernels(t *testing.T) {
+func TestStridedKernels(t *testing.T) { checkStridedKernels(t) }
+
+func checkStridedKernels(t *testing.T) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(5, 6))
 	widths := []int{64}
 	for n := 0; n <= 21; n++ {
