@@ -212,10 +212,10 @@ func (k *attentionKernel) forward(out []float64, in [][]float64) error {
 							m = v
 						}
 					}
+					exps(al, al, m)
 					sum := 0.0
-					for i, v := range al {
-						al[i] = math.Exp(v - m)
-						sum += al[i]
+					for _, v := range al {
+						sum += v
 					}
 					inv := 1 / sum
 					for i := range al {

@@ -37,8 +37,10 @@
 //     as their transformer model.
 //   - Fused ops: a gorgonia op made of a plain-Go forward and a backward
 //     computing the gradients of all its inputs in one pass, writing into
-//     buffers kept from run to run (fused.go), over gonum's assembly and
-//     parallel matrix products split over the cores (kernels.go):
+//     buffers kept from run to run (fused.go), over vector kernels (AVX2
+//     and FMA assembly when the CPU has them, gonum's otherwise;
+//     kernels.go, kernels_amd64.s), a table-driven exponential (exp.go)
+//     and parallel matrix products split over the cores (kernels.go):
 //     Attention (embeddings, banded causal attention over the last Context
 //     positions and the prompt, residual; attention.go), LayerNorm
 //     (layernorm.go) and Unembed (logits of the valid next tokens only,

@@ -11,23 +11,96 @@ import (
 )
 
 // The plain-Go kernels the fused ops and the sampler are made of. Vector
-// kernels call gonum's assembly (floats.Dot, floats.AddScaled: SSE2 on
-// amd64, about twice as fast as an unrolled Go loop at length 64); matrix
-// products call gonum's blocked, parallel Gemm. Lengths are always equal
-// by construction: gonum panics otherwise, and a panic inside a tape
-// machine's goroutine cannot be recovered.
+// kernels call AVX2 and FMA assembly when the CPU has it (kernels_amd64.s:
+// about twice gonum's SSE2 at length 64) and gonum's assembly otherwise
+// (floats.Dot, floats.AddScaled: SSE2 on amd64, about twice as fast as an
+// unrolled Go loop at length 64); matrix products call gonum's blocked,
+// parallel Gemm. Lengths are always equal by construction: the kernels
+// panic otherwise, and a panic inside a tape machine's goroutine cannot
+// be recovered.
 
 // dot returns x . y, len(x) == len(y).
-func dot(x, y []float64) float64 { return floats.Dot(x, y) }
+func dot(x, y []float64) float64 {
+	if !haveAVX {
+		return floats.Dot(x, y)
+	}
+	if len(x) != len(y) {
+		panic("nn: dot: lengths differ")
+	}
+	return dotAVX(x, y)
+}
 
 // axpy adds a x to dst, len(dst) == len(x).
-func axpy(dst []float64, a float64, x []float64) { floats.AddScaled(dst, a, x) }
+func axpy(dst []float64, a float64, x []float64) {
+	if !haveAVX {
+		floats.AddScaled(dst, a, x)
+		return
+	}
+	if len(x) != len(dst) {
+		panic("nn: axpy: lengths differ")
+	}
+	axpyAVX(dst, a, x)
+}
 
-// addTo adds x to dst element by element, len(dst) == len(x).
-func addTo(dst, x []float64) { floats.Add(dst, x) }
+// addTo adds x to dst element by element, len(dst) == len(x): an axpy
+// with a = 1 (a fused 1 x + dst rounds as x + dst).
+func addTo(dst, x []float64) {
+	if !haveAVX {
+		floats.Add(dst, x)
+		return
+	}
+	axpy(dst, 1, x)
+}
 
 // addTwo writes x + y into dst, all of one length.
-func addTwo(dst, x, y []float64) { floats.AddTo(dst, x, y) }
+func addTwo(dst, x, y []float64) {
+	if !haveAVX {
+		floats.AddTo(dst, x, y)
+		return
+	}
+	if len(x) != len(dst) || len(y) != len(dst) {
+		panic("nn: addTwo: lengths differ")
+	}
+	addTwoAVX(dst, x, y)
+}
+
+// dots writes y[i] = x . a[i*stride : i*stride+len(x)] for every i <
+// len(y): the rows of a strided matrix times a vector, without gemv's
+// per-call cost.
+func dots(y, x, a []float64, stride int) {
+	if len(y) == 0 {
+		return
+	}
+	if (len(y)-1)*stride+len(x) > len(a) {
+		panic("nn: dots: rows past the matrix")
+	}
+	if haveAVX {
+		dotsAVX(y, x, a, stride)
+		return
+	}
+	for i := range y {
+		y[i] = floats.Dot(x, a[i*stride:i*stride+len(x)])
+	}
+}
+
+// axpys adds sum_i c[i] a[i*stride : i*stride+len(dst)] to dst, i <
+// len(c): a strided matrix transposed times a vector, as one axpy per
+// row in order of i.
+func axpys(dst, c, a []float64, stride int) {
+	if len(c) == 0 {
+		return
+	}
+	if (len(c)-1)*stride+len(dst) > len(a) {
+		panic("nn: axpys: rows past the matrix")
+	}
+	if haveAVX {
+		axpysAVX(dst, c, a, stride)
+		return
+	}
+	for i, ci := range c {
+		floats.AddScaled(dst, ci, a[i*stride:i*stride+len(dst)])
+	}
+}
 
 // impl is gonum's native BLAS, called directly (blas64 adds an interface
 // call and argument structs per call, which show at the sampler's sizes).

@@ -270,7 +270,7 @@ func segmentLogSoftmaxForward(out, x []float64, offsets []int, lse []float64) {
 			d := v - m
 			o[i] = d
 			if i != j {
-				sum += math.Exp(d)
+				sum += exp(d)
 			}
 		}
 		lse[r] = sum
@@ -289,33 +289,28 @@ func segmentLogSoftmaxForward(out, x []float64, offsets []int, lse []float64) {
 }
 
 // rowLogSoftmax writes the log-softmax of the row z into logp (which may
-// alias z) and its softmax into prob, with the arithmetic of
-// segmentLogSoftmaxForward on one row, so logp equals its output bit for
-// bit; each exponential is taken once for both. It returns the row's
-// maximum m and l = log sum exp(z - m): log-softmax(z) = (z - m) - l.
+// alias z) and its softmax into prob, as segmentLogSoftmaxForward does on
+// one row (to rounding: the exponentials are taken four at a time by exps
+// and summed in row order); each exponential is taken once for both. It
+// returns the row's maximum m and l = log sum exp(z - m): log-softmax(z) =
+// (z - m) - l.
 func rowLogSoftmax(logp, prob, z []float64) (m, l float64) {
 	prob = prob[:len(z)]
 	logp = logp[:len(z)]
-	m, j := z[0], 0
-	for i, v := range z {
+	m = z[0]
+	for _, v := range z {
 		if v > m {
-			m, j = v, i
+			m = v
 		}
 	}
-	sum := 1.0
-	for i, v := range z {
-		d := v - m
-		logp[i] = d
-		if i == j {
-			prob[i] = 1
-			continue
-		}
-		prob[i] = math.Exp(d)
-		sum += prob[i]
+	exps(prob, z, m) // the maximum's is exactly 1
+	sum := 0.0
+	for _, p := range prob {
+		sum += p
 	}
 	l, inv := math.Log(sum), 1/sum
-	for i := range logp {
-		logp[i] -= l
+	for i, v := range z {
+		logp[i] = (v - m) - l
 		prob[i] *= inv
 	}
 	return m, l

@@ -93,8 +93,7 @@ type TransformerSampler struct {
 	start   int       // absolute position of the first token pushed
 	n       int       // tokens pushed
 	last    int       // last token pushed
-	weights []float64 // (H, C+1) the last Push's attention weights per head, unnormalised: the prompt's (when there is one), then ring rows 0..
-	norm    []float64 // (H) 1 / the sum of each head's weights
+	weights []float64 // (H, C+1) the last Push's attention weights per head: the prompt's (when there is one), then ring rows 0..
 	attn    []float64 // (C+1) Attention's average over heads, in key order
 	logp    []float64 // (R) log-probs over Row(last)
 	prob    []float64 // (R) probabilities over Row(last)
@@ -105,7 +104,7 @@ type TransformerSampler struct {
 func (sn *TransformerSnapshot) Sampler() *TransformerSampler {
 	c, d, hd, r := sn.cfg.Context, sn.d, sn.heads, sn.cfg.maxRow()
 	return &TransformerSampler{sn: sn, ring: make([]float64, c*sn.w), pkey: make([]float64, d), pval: make([]float64, hd*d),
-		weights: make([]float64, hd*(c+1)), norm: make([]float64, hd), attn: make([]float64, c+1),
+		weights: make([]float64, hd*(c+1)), attn: make([]float64, c+1),
 		logp: make([]float64, 0, r), prob: make([]float64, 0, r)}
 }
 
@@ -187,29 +186,26 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 	for hh := 0; hh < hd; hh++ {
 		qh, wt := q[hh*dh:(hh+1)*dh], s.weights[hh*(c+1):hh*(c+1)+lead+rows]
 		if s.prompt {
-			wt[0] = dot(qh, s.pkey[hh*dh:(hh+1)*dh]) * scale
+			wt[0] = dot(qh, s.pkey[hh*dh:(hh+1)*dh])
 		}
-		gemv(false, scale, view(s.ring, 2*d+hh*dh, rows, dh, w), qh, 0, wt[lead:]) // (rows, dh) x (dh) -> (rows)
-		m, j := wt[0], 0
-		for i, v := range wt {
-			if v > m {
-				m, j = v, i
-			}
+		dots(wt[lead:], qh, s.ring[2*d+hh*dh:], w) // (rows, dh) x (dh) -> (rows): the ring's keys of head hh
+		m := math.Inf(-1)
+		for i := range wt {
+			wt[i] *= scale
+			m = max(m, wt[i])
 		}
+		exps(wt, wt, m) // the maximum's is exactly 1
 		sum := 0.0
-		for i, v := range wt {
-			if i == j {
-				wt[i] = 1 // exp(0)
-			} else {
-				wt[i] = math.Exp(v - m)
-			}
-			sum += wt[i]
+		for _, v := range wt {
+			sum += v
 		}
 		inv := 1 / sum
-		s.norm[hh] = inv
-		gemv(true, inv, view(s.ring, (3+hh)*d, rows, d, w), wt[lead:], 1, h) // (D, rows) x (rows) -> (D)
+		for i := range wt {
+			wt[i] *= inv
+		}
+		axpys(h, wt[lead:], s.ring[(3+hh)*d:], w) // (D, rows) x (rows) -> (D): the ring's values of head hh
 		if s.prompt {
-			axpy(h, wt[0]*inv, s.pval[hh*d:(hh+1)*d])
+			axpy(h, wt[0], s.pval[hh*d:(hh+1)*d])
 		}
 	}
 
@@ -251,7 +247,7 @@ func (s *TransformerSampler) Attention() []float64 {
 	s.attn = s.attn[:lead+rows]
 	clear(s.attn)
 	for hh := 0; hh < hd; hh++ {
-		wt, f := s.weights[hh*(c+1):], s.norm[hh]/float64(hd)
+		wt, f := s.weights[hh*(c+1):], 1/float64(hd)
 		if s.prompt {
 			s.attn[0] += wt[0] * f
 		}

@@ -57,19 +57,36 @@ type BatchStats struct {
 }
 
 // sampledStep is one iteration of sampled RLVR: a batch of rollouts of the
-// current policy with horizon HorizonFactor x its current hitting time
-// (exact, or the latest Monte Carlo estimate), advantages from the
-// configured baseline, then the learner's REINFORCE update or PPO's epochs.
+// current policy and its advantages (sampledBatch), then the learner's
+// REINFORCE update or PPO's epochs.
 func (t *Trainer) sampledStep(ctx context.Context) error {
+	b, states, adv, err := t.sampledBatch(ctx)
+	if err != nil {
+		return err
+	}
+	rs, err := t.l.update(b, states, adv)
+	if err != nil {
+		return err
+	}
+	rs.record(&t.smp.batch)
+	t.smp.trained += rs.trained
+	return nil
+}
+
+// sampledBatch samples a batch of rollouts of the current policy with
+// horizon HorizonFactor x its current hitting time (exact, or the latest
+// Monte Carlo estimate), records it, and returns it with each token's
+// state and its advantage from the configured baseline.
+func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, []float64, error) {
 	s, cfg := t.smp, t.cfg
 	est, err := t.l.estimate(ctx)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	horizon := int(math.Ceil(cfg.HorizonFactor * est))
 	b, err := t.l.rollouts(ctx, cfg.Rollouts, horizon, t.stepSeed())
 	if err != nil {
-		return fmt.Errorf("trainers: step %d: %w", t.done, err)
+		return nil, nil, nil, fmt.Errorf("trainers: step %d: %w", t.done, err)
 	}
 	lens := s.record(&b.Batch, horizon)
 	states, last := b.States(t.g)
@@ -82,13 +99,7 @@ func (t *Trainer) sampledStep(ctx context.Context) error {
 	} else {
 		adv = tokenAdvantages(lens, b.Hit, states, t.g.NumStates(), b.Targets, t.g.W(), cfg.Beta, cfg.Baseline, s.fork, cfg.NormalizeAdvantages)
 	}
-	rs, err := t.l.update(b, states, adv)
-	if err != nil {
-		return err
-	}
-	rs.record(&s.batch)
-	s.trained += rs.trained
-	return nil
+	return b, states, adv, nil
 }
 
 // forkStates marks the fork-incoming states (baseline "fork": the walk

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"time"
 
 	G "gorgonia.org/gorgonia"
 
@@ -80,6 +81,9 @@ type transformer struct {
 	buf    eval.Buffers // the rollouts' memory, reused from step to step
 	mcCap  int          // the Monte Carlo horizon
 	traces []tokenSeq   // distill with fixed traces
+	// passTime is the wall time spent in the windows pass (pass) so far:
+	// the benchmarks report the tokens it trains per second of it.
+	passTime time.Duration
 }
 
 // transformerState is what a transformer learner checkpoints besides its

@@ -15,7 +15,8 @@ import (
 // it with -benchtime 3x), with learning rates of 1e-12 to keep the policy
 // and the batch size fixed. It reports sampled tokens per second, tokens
 // trained through the whole model (the windows, over the epochs) per
-// second, and seconds per step.
+// second of step and per second of the windows pass alone, seconds per
+// step and CPU seconds per step (all cores summed).
 func BenchmarkTransformerPPOStep(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -35,6 +36,9 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 				b.Fatal(err)
 			}
 			sampled, trained := 0, 0
+			l := tr.l.(*transformer)
+			pass := l.passTime
+			cpu := cpuSeconds()
 			for b.Loop() {
 				s0, t0 := tr.smp.tokens, tr.smp.trained
 				if err := tr.Step(context.Background()); err != nil {
@@ -45,7 +49,67 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 			sec := b.Elapsed().Seconds()
 			b.ReportMetric(float64(sampled)/sec, "sampled-tokens/s")
 			b.ReportMetric(float64(trained)/sec, "trained-tokens/s")
+			b.ReportMetric(float64(trained)/(l.passTime-pass).Seconds(), "windows-tokens/s")
 			b.ReportMetric(sec/float64(b.N), "s/step")
+			b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/step")
+		})
+	}
+}
+
+// BenchmarkTransformerUpdate times the transformer's PPO update alone,
+// without its sampling: one batch sampled once as BenchmarkTransformerPPOStep
+// samples it (defaults, from the pretrained bigram, learning rates 1e-12 so
+// the batch stays the policy's), then updates on it: 2 epochs of 2
+// minibatches of the table pass over every sampled token at a trained state
+// and the windows pass over the trained-token budget, and PPO's ratio
+// replay. It reports tokens trained through the whole model (the windows)
+// per second of update and per second of the windows pass alone, the
+// table pass's tokens per second of update, seconds per update and CPU
+// seconds per update (all cores summed; other processes on a shared
+// machine disturb it less than wall time).
+func BenchmarkTransformerUpdate(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		g    tasks.Config
+	}{{"W3K3L2", tasks.Config{W: 3, K: 3, L: 2}}, {"W15K15L5", tasks.Config{W: 15, K: 15, L: 5}}} {
+		b.Run(c.name, func(b *testing.B) {
+			g := graph(b, c.g)
+			cfg := ppoConfig().Resolve(TransformerModel)
+			cfg.Optim.LR = 1e-12
+			opts := DefaultTransformerOptions()
+			opts.TableLR = 1e-12
+			tr := newTrainer(b, cfg, opts, g, nil)
+			ab, states, adv, err := tr.sampledBatch(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tr.l.update(ab, states, adv); err != nil { // warm up: the buffers grow once
+				b.Fatal(err)
+			}
+			epochs, _ := cfg.Trainer.epochs(cfg)
+			table := 0
+			for _, s := range states {
+				if tr.trained[s] {
+					table += epochs
+				}
+			}
+			trained := 0
+			l := tr.l.(*transformer)
+			pass := l.passTime
+			cpu := cpuSeconds()
+			for b.Loop() {
+				rs, err := tr.l.update(ab, states, adv)
+				if err != nil {
+					b.Fatal(err)
+				}
+				trained += rs.trained
+			}
+			sec := b.Elapsed().Seconds()
+			b.ReportMetric(float64(trained)/sec, "trained-tokens/s")
+			b.ReportMetric(float64(trained)/(l.passTime-pass).Seconds(), "windows-tokens/s")
+			b.ReportMetric(float64(table*b.N)/sec, "table-tokens/s")
+			b.ReportMetric(sec/float64(b.N), "s/update")
+			b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/update")
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"time"
 
 	G "gorgonia.org/gorgonia"
 
@@ -18,6 +19,8 @@ import (
 // takes one optimiser step on the summed gradient. Sequence i's transition
 // t is item first[i]+t. It returns the summed loss.
 func (l *transformer) pass(seqs []tokenSeq, first []int, wins []window, fill func(pos, item int)) (float64, error) {
+	start := time.Now()
+	defer func() { l.passTime += time.Since(start) }()
 	t := l.t
 	b, _, _ := l.fw.Shape()
 	rows := make([]nn.Window, 0, b)

@@ -3,7 +3,9 @@ package trainers
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
 
 	G "gorgonia.org/gorgonia"
 
@@ -41,6 +43,9 @@ type table struct {
 	// scratch for one fill
 	entries, rows, taken []int
 	offsets, w           []float64
+	// each minibatch's tokens (tableTokensOf), reused from update to
+	// update: at the paper's size they hold millions of tokens
+	mini []tableTokens
 }
 
 // newTable builds the table pass's graph.
@@ -73,7 +78,11 @@ type tableTokens struct {
 }
 
 func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []int, mb, m int) tableTokens {
-	var out tableTokens
+	tb := l.table
+	if len(tb.mini) <= mb {
+		tb.mini = append(tb.mini, make([]tableTokens, mb+1-len(tb.mini))...)
+	}
+	out := tableTokens{tokens: tb.mini[mb].tokens[:0], rollouts: tb.mini[mb].rollouts[:0]}
 	for _, i := range rs {
 		for t := ab.Starts[i]; t < ab.Starts[i+1]; t++ {
 			if l.t.trained[states[t]] {
@@ -81,6 +90,7 @@ func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []in
 			}
 		}
 	}
+	tb.mini[mb] = out // valid until the next update's
 	out.scale = 1
 	if k := l.opts.TableTokens / m; l.opts.TableTokens > 0 && len(out.tokens) > k {
 		rng := rand.New(rand.NewPCG(l.t.stepSeed()^0x13198a2e03707344, uint64(mb)))
@@ -107,20 +117,28 @@ func (l *transformer) tableStep(tb *table, ab *eval.AgentBatch, states []int32, 
 	}
 	g, t := l.t.g, l.t
 	for c := 0; c < len(in.tokens); c += tableChunk {
-		tb.entries, tb.offsets, tb.rows = tb.entries[:0], tb.offsets[:0], append(tb.rows[:0], 0)
-		tb.taken, tb.w = tb.taken[:0], tb.w[:0]
-		for j, k := range in.tokens[c:min(c+tableChunk, len(in.tokens))] {
-			s := int(states[k])
-			lo, hi := g.Offsets[s], g.Offsets[s+1]
-			row := ab.Rows[in.rollouts[c+j]][rowStart[k]:][:hi-lo]
-			for e := lo; e < hi; e++ {
-				tb.entries = append(tb.entries, e)
-				tb.offsets = append(tb.offsets, row[e-lo]-b0[e])
-			}
-			tb.rows = append(tb.rows, len(tb.entries))
-			tb.taken = append(tb.taken, int(ab.Entries[k])-lo)
-			tb.w = append(tb.w, -adv[k]*in.scale/n)
+		toks, rolls := in.tokens[c:min(c+tableChunk, len(in.tokens))], in.rollouts[c:]
+		tb.rows = resize(tb.rows, len(toks)+1)
+		tb.rows[0] = 0
+		for j, k := range toks { // token j's slots start where token j-1's end
+			s := states[k]
+			tb.rows[j+1] = tb.rows[j] + g.Offsets[s+1] - g.Offsets[s]
 		}
+		slots := tb.rows[len(toks)]
+		tb.entries, tb.offsets = resize(tb.entries, slots), resize(tb.offsets, slots)
+		tb.taken, tb.w = resize(tb.taken, len(toks)), resize(tb.w, len(toks))
+		inParts(len(toks), func(j0, j1 int) { // the rows are read from all over the batch: on every core
+			for j := j0; j < j1; j++ {
+				k := toks[j]
+				s := int(states[k])
+				lo, hi := g.Offsets[s], g.Offsets[s+1]
+				row, at := ab.Rows[rolls[j]][rowStart[k]:][:hi-lo], tb.rows[j]-lo
+				for e := lo; e < hi; e++ {
+					tb.entries[at+e], tb.offsets[at+e] = e, row[e-lo]-b0[e]
+				}
+				tb.taken[j], tb.w[j] = int(ab.Entries[k])-lo, -adv[k]*in.scale/n
+			}
+		})
 		if err := tb.loss.Fill(tb.entries, tb.rows, tb.taken, tb.offsets, tb.w); err != nil {
 			return fmt.Errorf("trainers: step %d: table: %w", t.done, err)
 		}
@@ -149,4 +167,33 @@ func rowStarts(g *tasks.Graph, trained []bool, ab *eval.AgentBatch, states []int
 		}
 	}
 	return out
+}
+
+// resize returns x with length n, reusing its memory when it is large
+// enough (the contents are not kept).
+func resize[T any](x []T, n int) []T {
+	if cap(x) >= n {
+		return x[:n]
+	}
+	return make([]T, n)
+}
+
+// inParts calls fn on GOMAXPROCS contiguous parts [lo, hi) of [0, n) in
+// parallel and returns when all are done; fn must treat its items
+// independently.
+func inParts(n int, fn func(lo, hi int)) {
+	w := min(runtime.GOMAXPROCS(0), n)
+	if w <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for p := range w {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(p*n/w, (p+1)*n/w)
+	}
+	wg.Wait()
 }

@@ -1,0 +1,430 @@
+#include "textflag.h"
+
+// AVX2 and FMA vector kernels (kernels_amd64.go); callers check the
+// lengths and the CPU.
+
+// func cpuid(leaf, sub uint32) (a, b, c, d uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL leaf+0(FP), AX
+	MOVL sub+4(FP), CX
+	CPUID
+	MOVL AX, a+8(FP)
+	MOVL BX, b+12(FP)
+	MOVL CX, c+16(FP)
+	MOVL DX, d+20(FP)
+	RET
+
+// func xgetbv() (a, d uint32)
+TEXT ·xgetbv(SB), NOSPLIT, $0-8
+	MOVL $0, CX
+	XGETBV
+	MOVL AX, a+0(FP)
+	MOVL DX, d+4(FP)
+	RET
+
+// func dotAVX(x, y []float64) float64
+TEXT ·dotAVX(SB), NOSPLIT, $0-56
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	MOVQ y_base+24(FP), DI
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	XORQ AX, AX
+	MOVQ CX, DX
+	ANDQ $-16, DX
+	JZ dot_tail4
+
+dot_loop16:
+	VMOVUPD (SI)(AX*8), Y4
+	VMOVUPD 32(SI)(AX*8), Y5
+	VMOVUPD 64(SI)(AX*8), Y6
+	VMOVUPD 96(SI)(AX*8), Y7
+	VFMADD231PD (DI)(AX*8), Y4, Y0
+	VFMADD231PD 32(DI)(AX*8), Y5, Y1
+	VFMADD231PD 64(DI)(AX*8), Y6, Y2
+	VFMADD231PD 96(DI)(AX*8), Y7, Y3
+	ADDQ $16, AX
+	CMPQ AX, DX
+	JL   dot_loop16
+
+dot_tail4:
+	MOVQ CX, DX
+	ANDQ $-4, DX
+	CMPQ AX, DX
+	JGE  dot_reduce
+
+dot_loop4:
+	VMOVUPD (SI)(AX*8), Y4
+	VFMADD231PD (DI)(AX*8), Y4, Y0
+	ADDQ $4, AX
+	CMPQ AX, DX
+	JL   dot_loop4
+
+dot_reduce:
+	VADDPD Y1, Y0, Y0
+	VADDPD Y3, Y2, Y2
+	VADDPD Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD X1, X0, X0
+	VPERMILPD $1, X0, X1
+	VADDSD X1, X0, X0
+	CMPQ AX, CX
+	JGE  dot_done
+
+dot_loop1:
+	VMOVSD (SI)(AX*8), X4
+	VFMADD231SD (DI)(AX*8), X4, X0
+	INCQ AX
+	CMPQ AX, CX
+	JL   dot_loop1
+
+dot_done:
+	VZEROUPPER
+	MOVSD X0, ret+48(FP)
+	RET
+
+// func axpyAVX(dst []float64, a float64, x []float64)
+TEXT ·axpyAVX(SB), NOSPLIT, $0-56
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	VBROADCASTSD a+24(FP), Y0
+	MOVQ x_base+32(FP), SI
+	XORQ AX, AX
+	MOVQ CX, DX
+	ANDQ $-16, DX
+	JZ   axpy_tail4
+
+axpy_loop16:
+	VMOVUPD (DI)(AX*8), Y1
+	VMOVUPD 32(DI)(AX*8), Y2
+	VMOVUPD 64(DI)(AX*8), Y3
+	VMOVUPD 96(DI)(AX*8), Y4
+	VFMADD231PD (SI)(AX*8), Y0, Y1
+	VFMADD231PD 32(SI)(AX*8), Y0, Y2
+	VFMADD231PD 64(SI)(AX*8), Y0, Y3
+	VFMADD231PD 96(SI)(AX*8), Y0, Y4
+	VMOVUPD Y1, (DI)(AX*8)
+	VMOVUPD Y2, 32(DI)(AX*8)
+	VMOVUPD Y3, 64(DI)(AX*8)
+	VMOVUPD Y4, 96(DI)(AX*8)
+	ADDQ $16, AX
+	CMPQ AX, DX
+	JL   axpy_loop16
+
+axpy_tail4:
+	MOVQ CX, DX
+	ANDQ $-4, DX
+	CMPQ AX, DX
+	JGE  axpy_tail1
+
+axpy_loop4:
+	VMOVUPD (DI)(AX*8), Y1
+	VFMADD231PD (SI)(AX*8), Y0, Y1
+	VMOVUPD Y1, (DI)(AX*8)
+	ADDQ $4, AX
+	CMPQ AX, DX
+	JL   axpy_loop4
+
+axpy_tail1:
+	CMPQ AX, CX
+	JGE  axpy_done
+
+axpy_loop1:
+	VMOVSD (DI)(AX*8), X1
+	VFMADD231SD (SI)(AX*8), X0, X1
+	VMOVSD X1, (DI)(AX*8)
+	INCQ AX
+	CMPQ AX, CX
+	JL   axpy_loop1
+
+axpy_done:
+	VZEROUPPER
+	RET
+
+// func addTwoAVX(dst, x, y []float64)
+TEXT ·addTwoAVX(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+	MOVQ y_base+48(FP), BX
+	XORQ AX, AX
+	MOVQ CX, DX
+	ANDQ $-16, DX
+	JZ   add_tail4
+
+add_loop16:
+	VMOVUPD (SI)(AX*8), Y1
+	VMOVUPD 32(SI)(AX*8), Y2
+	VMOVUPD 64(SI)(AX*8), Y3
+	VMOVUPD 96(SI)(AX*8), Y4
+	VADDPD (BX)(AX*8), Y1, Y1
+	VADDPD 32(BX)(AX*8), Y2, Y2
+	VADDPD 64(BX)(AX*8), Y3, Y3
+	VADDPD 96(BX)(AX*8), Y4, Y4
+	VMOVUPD Y1, (DI)(AX*8)
+	VMOVUPD Y2, 32(DI)(AX*8)
+	VMOVUPD Y3, 64(DI)(AX*8)
+	VMOVUPD Y4, 96(DI)(AX*8)
+	ADDQ $16, AX
+	CMPQ AX, DX
+	JL   add_loop16
+
+add_tail4:
+	MOVQ CX, DX
+	ANDQ $-4, DX
+	CMPQ AX, DX
+	JGE  add_tail1
+
+add_loop4:
+	VMOVUPD (SI)(AX*8), Y1
+	VADDPD (BX)(AX*8), Y1, Y1
+	VMOVUPD Y1, (DI)(AX*8)
+	ADDQ $4, AX
+	CMPQ AX, DX
+	JL   add_loop4
+
+add_tail1:
+	CMPQ AX, CX
+	JGE  add_done
+
+add_loop1:
+	VMOVSD (SI)(AX*8), X1
+	VADDSD (BX)(AX*8), X1, X1
+	VMOVSD X1, (DI)(AX*8)
+	INCQ AX
+	CMPQ AX, CX
+	JL   add_loop1
+
+add_done:
+	VZEROUPPER
+	RET
+
+// func dotsAVX(y, x, a []float64, stride int)
+TEXT ·dotsAVX(SB), NOSPLIT, $0-80
+	MOVQ y_base+0(FP), R8
+	MOVQ y_len+8(FP), R9
+	MOVQ x_base+24(FP), SI
+	MOVQ x_len+32(FP), CX
+	MOVQ a_base+48(FP), DI
+	MOVQ stride+72(FP), R10
+	SHLQ $3, R10
+	MOVQ CX, DX
+	ANDQ $-16, DX
+	MOVQ CX, R11
+	ANDQ $-4, R11
+	XORQ R12, R12
+
+dots_row:
+	CMPQ R12, R9
+	JGE  dots_done
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	XORQ AX, AX
+	CMPQ AX, DX
+	JGE  dots_tail4
+
+dots_loop16:
+	VMOVUPD (SI)(AX*8), Y4
+	VMOVUPD 32(SI)(AX*8), Y5
+	VMOVUPD 64(SI)(AX*8), Y6
+	VMOVUPD 96(SI)(AX*8), Y7
+	VFMADD231PD (DI)(AX*8), Y4, Y0
+	VFMADD231PD 32(DI)(AX*8), Y5, Y1
+	VFMADD231PD 64(DI)(AX*8), Y6, Y2
+	VFMADD231PD 96(DI)(AX*8), Y7, Y3
+	ADDQ $16, AX
+	CMPQ AX, DX
+	JL   dots_loop16
+
+dots_tail4:
+	CMPQ AX, R11
+	JGE  dots_reduce
+
+dots_loop4:
+	VMOVUPD (SI)(AX*8), Y4
+	VFMADD231PD (DI)(AX*8), Y4, Y0
+	ADDQ $4, AX
+	CMPQ AX, R11
+	JL   dots_loop4
+
+dots_reduce:
+	VADDPD Y1, Y0, Y0
+	VADDPD Y3, Y2, Y2
+	VADDPD Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD X1, X0, X0
+	VPERMILPD $1, X0, X1
+	VADDSD X1, X0, X0
+	CMPQ AX, CX
+	JGE  dots_store
+
+dots_loop1:
+	VMOVSD (SI)(AX*8), X4
+	VFMADD231SD (DI)(AX*8), X4, X0
+	INCQ AX
+	CMPQ AX, CX
+	JL   dots_loop1
+
+dots_store:
+	VMOVSD X0, (R8)(R12*8)
+	ADDQ R10, DI
+	INCQ R12
+	JMP  dots_row
+
+dots_done:
+	VZEROUPPER
+	RET
+
+// func axpysAVX(dst, c, a []float64, stride int)
+TEXT ·axpysAVX(SB), NOSPLIT, $0-80
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ c_base+24(FP), SI
+	MOVQ c_len+32(FP), R9
+	MOVQ a_base+48(FP), R8
+	MOVQ stride+72(FP), R10
+	SHLQ $3, R10
+	XORQ AX, AX
+	MOVQ CX, DX
+	ANDQ $-16, DX
+
+axpys_block16:
+	CMPQ AX, DX
+	JGE  axpys_tail4
+	VMOVUPD (DI)(AX*8), Y0
+	VMOVUPD 32(DI)(AX*8), Y1
+	VMOVUPD 64(DI)(AX*8), Y2
+	VMOVUPD 96(DI)(AX*8), Y3
+	LEAQ (R8)(AX*8), BX
+	XORQ R12, R12
+
+axpys_row16:
+	CMPQ R12, R9
+	JGE  axpys_store16
+	VBROADCASTSD (SI)(R12*8), Y4
+	VFMADD231PD (BX), Y4, Y0
+	VFMADD231PD 32(BX), Y4, Y1
+	VFMADD231PD 64(BX), Y4, Y2
+	VFMADD231PD 96(BX), Y4, Y3
+	ADDQ R10, BX
+	INCQ R12
+	JMP  axpys_row16
+
+axpys_store16:
+	VMOVUPD Y0, (DI)(AX*8)
+	VMOVUPD Y1, 32(DI)(AX*8)
+	VMOVUPD Y2, 64(DI)(AX*8)
+	VMOVUPD Y3, 96(DI)(AX*8)
+	ADDQ $16, AX
+	JMP  axpys_block16
+
+axpys_tail4:
+	MOVQ CX, DX
+	ANDQ $-4, DX
+
+axpys_block4:
+	CMPQ AX, DX
+	JGE  axpys_tail1
+	VMOVUPD (DI)(AX*8), Y0
+	LEAQ (R8)(AX*8), BX
+	XORQ R12, R12
+
+axpys_row4:
+	CMPQ R12, R9
+	JGE  axpys_store4
+	VBROADCASTSD (SI)(R12*8), Y4
+	VFMADD231PD (BX), Y4, Y0
+	ADDQ R10, BX
+	INCQ R12
+	JMP  axpys_row4
+
+axpys_store4:
+	VMOVUPD Y0, (DI)(AX*8)
+	ADDQ $4, AX
+	JMP  axpys_block4
+
+axpys_tail1:
+	CMPQ AX, CX
+	JGE  axpys_done
+	VMOVSD (DI)(AX*8), X0
+	LEAQ (R8)(AX*8), BX
+	XORQ R12, R12
+
+axpys_row1:
+	CMPQ R12, R9
+	JGE  axpys_store1
+	VMOVSD (SI)(R12*8), X4
+	VFMADD231SD (BX), X4, X0
+	ADDQ R10, BX
+	INCQ R12
+	JMP  axpys_row1
+
+axpys_store1:
+	VMOVSD X0, (DI)(AX*8)
+	INCQ AX
+	JMP  axpys_tail1
+
+axpys_done:
+	VZEROUPPER
+	RET
+
+// func expsAVX(dst, src []float64, m float64, c *[10]float64, table *float64)
+// dst[i] = e^(src[i] - m) for i < len(dst) (a multiple of 4), as exp
+// computes it (exp.go), four at a time; the caller checks the range.
+TEXT ·expsAVX(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	VBROADCASTSD m+48(FP), Y5
+	MOVQ c+56(FP), R8
+	MOVQ table+64(FP), R9
+	VBROADCASTSD 0(R8), Y15
+	VBROADCASTSD 8(R8), Y14
+	VBROADCASTSD 16(R8), Y13
+	VBROADCASTSD 24(R8), Y12
+	VBROADCASTSD 32(R8), Y11
+	VBROADCASTSD 40(R8), Y10
+	VBROADCASTSD 48(R8), Y9
+	VBROADCASTSD 56(R8), Y8
+	VPBROADCASTQ 64(R8), Y7
+	VPBROADCASTQ 72(R8), Y6
+	XORQ AX, AX
+	ANDQ $-4, CX
+
+exps_loop:
+	CMPQ AX, CX
+	JGE  exps_done
+	VMOVUPD (SI)(AX*8), Y0
+	VSUBPD Y5, Y0, Y0
+	VMOVAPD Y14, Y1
+	VFMADD231PD Y15, Y0, Y1
+	VSUBPD Y14, Y1, Y2
+	VFMADD231PD Y13, Y2, Y0
+	VFMADD231PD Y12, Y2, Y0
+	VMOVAPD Y10, Y3
+	VFMADD231PD Y11, Y0, Y3
+	VMOVAPD Y9, Y4
+	VFMADD231PD Y3, Y0, Y4
+	VMOVAPD Y8, Y3
+	VFMADD231PD Y4, Y0, Y3
+	VMULPD Y0, Y0, Y4
+	VFMADD231PD Y3, Y4, Y0
+	VPAND Y7, Y1, Y3
+	VPCMPEQQ Y4, Y4, Y4
+	VGATHERQPD Y4, (R9)(Y3*8), Y2
+	VPADDQ Y6, Y1, Y1
+	VPSRLQ $7, Y1, Y1
+	VPSLLQ $52, Y1, Y1
+	VFMADD231PD Y0, Y2, Y2
+	VMULPD Y1, Y2, Y2
+	VMOVUPD Y2, (DI)(AX*8)
+	ADDQ $4, AX
+	JMP  exps_loop
+
+exps_done:
+	VZEROUPPER
+	RET

@@ -1,0 +1,113 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestVectorKernels checks dot, axpy, addTo and addTwo against plain loops
+// at every length from 0 to 40 (the assembly's blocks of 16 and 4 and its
+// scalar tail) and at 64 and 257, on views that do not start at a
+// multiple of 4. Sums are compared to a relative 1e-14 of the sum of
+// absolute terms (the kernels may add in another order, and fuse
+// multiplications); element-wise sums must be exact.
+func TestVectorKernels(t *testing.T) { checkVectorKernels(t) }
+
+func checkVectorKernels(t *testing.T) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(3, 4))
+	lens := []int{64, 257}
+	for n := 0; n <= 40; n++ {
+		lens = append(lens, n)
+	}
+	for _, n := range lens {
+		x, y, z := randomVector(rng, n+1, 1)[1:], randomVector(rng, n+3, 1)[3:], randomVector(rng, n, 1)
+		want, abs := 0.0, 0.0
+		for i := range x {
+			want, abs = want+x[i]*y[i], abs+math.Abs(x[i]*y[i])
+		}
+		if got := dot(x, y); math.Abs(got-want) > 1e-14*abs {
+			t.Errorf("n=%d: dot: got %v, want %v", n, got, want)
+		}
+		dst := append([]float64(nil), z...)
+		axpy(dst, -0.7, x)
+		for i := range dst {
+			if w := z[i] - 0.7*x[i]; math.Abs(dst[i]-w) > 1e-15*(math.Abs(z[i])+math.Abs(0.7*x[i])) {
+				t.Errorf("n=%d: axpy[%d]: got %v, want %v", n, i, dst[i], w)
+			}
+		}
+		copy(dst, z)
+		addTo(dst, x)
+		for i := range dst {
+			if w := z[i] + x[i]; dst[i] != w {
+				t.Errorf("n=%d: addTo[%d]: got %v, want %v", n, i, dst[i], w)
+			}
+		}
+		addTwo(dst, x, y)
+		for i := range dst {
+			if w := x[i] + y[i]; dst[i] != w {
+				t.Errorf("n=%d: addTwo[%d]: got %v, want %v", n, i, dst[i], w)
+			}
+		}
+	}
+}
+
+// TestStridedKernels checks dots and axpys against dot and axpy row by row
+// (the same rounding) on strided rows of every width from 0 to 21 and at
+// 64, with 0, 1 and 5 rows.
+func TestStridedKernels(t *testing.T) { checkStridedKernels(t) }
+
+func checkStridedKernels(t *testing.T) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(5, 6))
+	widths := []int{64}
+	for n := 0; n <= 21; n++ {
+		widths = append(widths, n)
+	}
+	for _, n := range widths {
+		for _, rows := range []int{0, 1, 5} {
+			stride := n + 3
+			a, x, c := randomVector(rng, rows*stride, 1), randomVector(rng, n, 1), randomVector(rng, rows, 1)
+			y := make([]float64, rows)
+			dots(y, x, a, stride)
+			got, want := randomVector(rng, n, 1), make([]float64, n)
+			copy(want, got)
+			axpys(got, c, a, stride)
+			for i := range rows {
+				row := a[i*stride : i*stride+n]
+				if w := dot(x, row); y[i] != w {
+					t.Errorf("width %d, %d rows: dots[%d]: got %v, want %v", n, rows, i, y[i], w)
+				}
+				axpy(want, c[i], row)
+			}
+			for j := range want {
+				if got[j] != want[j] {
+					t.Errorf("width %d, %d rows: axpys[%d]: got %v, want %v", n, rows, j, got[j], want[j])
+				}
+			}
+		}
+	}
+}
+
+// TestVectorKernelsRefuseUnequalLengths: a length mismatch panics rather
+// than reading past a slice.
+func TestVectorKernelsRefuseUnequalLengths(t *testing.T) {
+	for name, fn := range map[string]func(){
+		"dot":    func() { dot(make([]float64, 5), make([]float64, 4)) },
+		"axpy":   func() { axpy(make([]float64, 5), 1, make([]float64, 4)) },
+		"addTo":  func() { addTo(make([]float64, 5), make([]float64, 4)) },
+		"addTwo": func() { addTwo(make([]float64, 5), make([]float64, 5), make([]float64, 4)) },
+		"dots":   func() { dots(make([]float64, 2), make([]float64, 4), make([]float64, 8), 5) },
+		"axpys":  func() { axpys(make([]float64, 4), make([]float64, 2), make([]float64, 8), 5) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("got no panic, want one")
+				}
+			}()
+			fn()
+		})
+	}
+}
