@@ -54,12 +54,16 @@ type BatchStats struct {
 	MeanLength  float64 `json:"mean_length"`
 	ApproxKL    float64 `json:"approx_kl"` // mean over tokens of (r - 1) - log r after the updates
 	ClipFrac    float64 `json:"clip_frac"` // share of tokens whose ratio left [1-clip, 1+clip]
+	// FlatGroups (group-relative trainers) is the share of groups whose
+	// rewards are all equal: their advantages are 0.
+	FlatGroups float64 `json:"flat_groups"`
 }
 
 // sampledStep is one iteration of sampled RLVR: a batch of rollouts of the
 // current policy with horizon HorizonFactor x its current hitting time
 // (exact, or the latest Monte Carlo estimate), advantages from the
-// configured baseline, then the learner's REINFORCE update or PPO's epochs.
+// configured baseline (or the group-relative advantages, grpo.go), then
+// the learner's REINFORCE update or the clipped objective's epochs.
 func (t *Trainer) sampledStep(ctx context.Context) error {
 	s, cfg := t.smp, t.cfg
 	est, err := t.l.estimate(ctx)
@@ -67,22 +71,33 @@ func (t *Trainer) sampledStep(ctx context.Context) error {
 		return err
 	}
 	horizon := int(math.Ceil(cfg.HorizonFactor * est))
-	b, err := t.l.rollouts(ctx, cfg.Rollouts, horizon, t.stepSeed())
+	var targets []int // nil: a uniform target per rollout
+	if cfg.Trainer.Grouped() {
+		targets = groupTargets(cfg.Rollouts, cfg.GroupSize, t.g.W(), t.stepSeed())
+	}
+	b, err := t.l.rollouts(ctx, cfg.Rollouts, horizon, t.stepSeed(), targets)
 	if err != nil {
 		return fmt.Errorf("trainers: step %d: %w", t.done, err)
 	}
 	lens := s.record(&b.Batch, horizon)
 	states, last := b.States(t.g)
+	_, m := cfg.Trainer.epochs(cfg)
+	div := lossDivisors(cfg.LossAgg, lens, m, horizon)
 	var adv []float64
-	if s.critic != nil {
+	switch {
+	case cfg.Trainer.Grouped():
+		a, flat := groupAdvantages(cfg.Trainer, sequenceRewards(lens, b.Hit, cfg.Beta), cfg.GroupSize)
+		adv = perToken(a, lens)
+		s.batch.FlatGroups = float64(flat) / float64(len(lens)/cfg.GroupSize)
+	case s.critic != nil:
 		adv = s.critic.advantages(lens, b.Hit, states, last, b.Targets, cfg.Beta)
 		if cfg.NormalizeAdvantages {
 			normalize(adv)
 		}
-	} else {
+	default:
 		adv = tokenAdvantages(lens, b.Hit, states, t.g.NumStates(), b.Targets, t.g.W(), cfg.Beta, cfg.Baseline, s.fork, cfg.NormalizeAdvantages)
 	}
-	rs, err := t.l.update(b, states, adv)
+	rs, err := t.l.update(b, states, adv, div)
 	if err != nil {
 		return err
 	}

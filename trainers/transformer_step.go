@@ -38,7 +38,6 @@ func (l *transformer) pass(seqs []tokenSeq, first []int, wins []window, fill fun
 				clear(v.data())
 			}
 		}
-		_, _, slots := l.fw.Shape()
 		for r, w := range part {
 			for p := w.train; p < w.to; p++ {
 				if t.trained[seqs[w.seq].tokens[p]] {
@@ -53,8 +52,9 @@ func (l *transformer) pass(seqs []tokenSeq, first []int, wins []window, fill fun
 					scaleRange(v.data()[r*l.rowT:(r+1)*l.rowT], w.weight)
 				}
 			}
-			if l.share.node != nil { // per slot
-				scaleRange(l.share.data()[r*l.rowT*slots:(r+1)*l.rowT*slots], w.weight)
+			if l.share.node != nil { // per slot, or per position (k3)
+				per := len(l.share.data()) / (b * l.rowT)
+				scaleRange(l.share.data()[r*l.rowT*per:(r+1)*l.rowT*per], w.weight)
 			}
 		}
 		for _, v := range consts {
@@ -100,9 +100,9 @@ func (l *transformer) budget(wins []window, m, epoch, mb int) []window {
 	return subsample(wins, l.opts.TrainTokens/m, rng)
 }
 
-// update is the REINFORCE update or PPO's epochs over minibatches of
-// windows (each subsampled to the budget).
-func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64) (ratioStats, error) {
+// update is the REINFORCE update or the clipped objective's epochs over
+// minibatches of windows (each subsampled to the budget).
+func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv, div []float64) (ratioStats, error) {
 	cfg := l.t.cfg
 	seqs, err := l.sequences(&ab.Batch)
 	if err != nil {
@@ -111,7 +111,7 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64)
 	epochs, m := cfg.Trainer.epochs(cfg)
 	mini := make([][]int, m) // rollouts of each minibatch
 	for i := range seqs {
-		mini[i%m] = append(mini[i%m], i)
+		mini[minibatchOf(i, m)] = append(mini[minibatchOf(i, m)], i)
 	}
 	trained := 0 // positions of the windows trained, over the epochs
 	var (
@@ -129,14 +129,12 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64)
 	}
 	for epoch := range epochs {
 		for mb, rs := range mini {
-			n := 0.0
 			var lensOf []int
 			for _, i := range rs {
-				n += float64(ab.Len(i))
 				lensOf = append(lensOf, len(seqs[i].tokens))
 			}
 			if l.table != nil {
-				if err := l.tableStep(l.table, ab, states, rowStart, b0, tables[mb], adv, n); err != nil {
+				if err := l.tableStep(l.table, ab, states, rowStart, b0, tables[mb], adv, div); err != nil {
 					return ratioStats{}, err
 				}
 			}
@@ -149,21 +147,26 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64)
 				trained += w.to - w.train
 			}
 			var fill func(pos, item int)
-			if cfg.Trainer == Reinforce {
-				fill = func(pos, item int) { l.w.data()[pos] = -adv[item] / n }
+			if !cfg.Trainer.Clipped() {
+				fill = func(pos, item int) { l.w.data()[pos] = -adv[item] / div[item] }
 			} else {
 				fill = func(pos, item int) {
 					l.oldLog.data()[pos] = ab.LogProbs[item]
-					if a := adv[item] / n; a > 0 {
+					if a := adv[item] / div[item]; a > 0 {
 						l.advPos.data()[pos] = a
 					} else {
 						l.advNeg.data()[pos] = a
 					}
-					if l.share.node != nil {
+					switch {
+					case l.share.node == nil:
+					case cfg.Trainer.Grouped(): // k3 on the sampled token
+						l.share.data()[pos] = 1 / div[item]
+						l.refLog.data()[pos] = math.Log(l.ref[ab.Entries[item]])
+					default:
 						_, _, r := l.fw.Shape()
 						for k, e := range l.fw.SlotEntries()[pos*r : (pos+1)*r] {
 							if e >= 0 {
-								l.share.data()[pos*r+k] = 1 / n
+								l.share.data()[pos*r+k] = 1 / div[item]
 								l.refLog.data()[pos*r+k] = math.Log(l.ref[e])
 							}
 						}
@@ -175,7 +178,7 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64)
 			}
 		}
 	}
-	if cfg.Trainer != PPO {
+	if !cfg.Trainer.Clipped() {
 		return ratioStats{trained: trained}, nil
 	}
 	rs, err := l.ratios(seqs, ab)

@@ -96,12 +96,12 @@ func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []in
 }
 
 // tableStep takes one step of the table pass on a minibatch's tokens: the
-// weighted log-likelihood sum_t w_t log pi(token t), w_t = -A_t scale / n,
+// weighted log-likelihood sum_t w_t log pi(token t), w_t = -A_t scale / div_t,
 // at B's current values with each token's correction (its sampled row
 // minus B at sampling, b0; rowStart[t] is where token t's row starts in
 // its rollout's ab.Rows) held constant, summed over fills of the table's graph and
 // applied by the table's solver.
-func (l *transformer) tableStep(tb *table, ab *eval.AgentBatch, states []int32, rowStart []int, b0 []float64, in tableTokens, adv []float64, n float64) error {
+func (l *transformer) tableStep(tb *table, ab *eval.AgentBatch, states []int32, rowStart []int, b0 []float64, in tableTokens, adv, div []float64) error {
 	if len(in.tokens) == 0 {
 		return nil
 	}
@@ -119,7 +119,7 @@ func (l *transformer) tableStep(tb *table, ab *eval.AgentBatch, states []int32, 
 			}
 			tb.rows = append(tb.rows, len(tb.entries))
 			tb.taken = append(tb.taken, int(ab.Entries[k])-lo)
-			tb.w = append(tb.w, -adv[k]*in.scale/n)
+			tb.w = append(tb.w, -adv[k]*in.scale/div[k])
 		}
 		if err := tb.loss.Fill(tb.entries, tb.rows, tb.taken, tb.offsets, tb.w); err != nil {
 			return fmt.Errorf("trainers: step %d: table: %w", t.done, err)
