@@ -83,7 +83,8 @@ func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv, div []float
 				w[k] -= adv[i] / div[i]
 			}
 		}
-		return ratioStats{trained: batch.Tokens()}, b.runStep(b.in)
+		err := b.runStep(b.in)
+		return ratioStats{trained: batch.Tokens(), gradNorm: b.step.GradNorm()}, err
 	}
 	old := b.oldLog.data()
 	for k, e := range b.model.TrainableEntries() {
@@ -106,13 +107,34 @@ func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv, div []float
 	// PPO's approximate KL and clip fraction over the batch's tokens after
 	// the updates.
 	now := b.model.Probs()
-	rs := ratioStats{trained: epochs * batch.Tokens()}
+	rs := ratioStats{trained: epochs * batch.Tokens(), gradNorm: b.step.GradNorm()}
 	for _, e := range batch.Entries {
 		if k := b.paramOf[e]; k >= 0 {
 			rs.add(now[e]/math.Exp(old[k]), cfg.Clip)
 		}
 	}
 	return rs, nil
+}
+
+// entropy averages the sampling table's row entropies over the batch's
+// tokens in trained rows.
+func (b *bigram) entropy(batch *eval.AgentBatch, states []int32) float64 {
+	h := make([]float64, b.g.NumStates())
+	for s := range h {
+		for _, p := range b.probs[b.g.Offsets[s]:b.g.Offsets[s+1]] {
+			if p > 0 {
+				h[s] -= p * math.Log(p)
+			}
+		}
+	}
+	sum, n := 0.0, 0
+	for _, s := range states {
+		if b.t.trained[s] {
+			sum += h[s]
+			n++
+		}
+	}
+	return sum / float64(max(n, 1))
 }
 
 // minibatch holds one minibatch's aggregated loss constants.

@@ -102,6 +102,7 @@ func (d *dense) estimate(context.Context) (float64, error) { return math.NaN(), 
 func (d *dense) rollouts(context.Context, int, int, uint64, []int) (*eval.AgentBatch, error) {
 	return nil, fmt.Errorf("trainers: pretraining samples no rollouts")
 }
+func (d *dense) entropy(*eval.AgentBatch, []int32) float64 { return math.NaN() }
 func (d *dense) update(*eval.AgentBatch, []int32, []float64, []float64) (ratioStats, error) {
 	return ratioStats{}, fmt.Errorf("trainers: pretraining takes no sampled updates")
 }

@@ -117,6 +117,10 @@ type learner interface {
 	// per-token advantages adv, token t's term of the loss divided by
 	// div[t] (lossDivisors), and returns the ratio statistics after them.
 	update(b *eval.AgentBatch, states []int32, adv, div []float64) (ratioStats, error)
+	// entropy is the policy's entropy (nats) at the batch's tokens in
+	// trained rows, averaged over them (BatchStats.Entropy), for the
+	// policy that sampled the batch.
+	entropy(b *eval.AgentBatch, states []int32) float64
 	// vocab is the model's token vocabulary (which ids are its rows).
 	vocab() *tokenizer.Vocab
 	// newAgent makes agents sampling the current policy, one per worker.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"time"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/tasks"
@@ -34,6 +35,9 @@ type Trainer struct {
 	// Config.TrainSource, the source row.
 	trained []bool
 	stop    Stop // why Run returned
+	// stepSeconds is the wall time of the last step this process took
+	// (NaN before any).
+	stepSeconds float64
 
 	// Supervised lists the backward states whose backward move SFT
 	// supervises (Appendix F).
@@ -59,7 +63,7 @@ func New(cfg Config, g *tasks.Graph, s Setup) (*Trainer, error) {
 	if s.Init != nil && len(s.Init) != len(g.Next) {
 		return nil, fmt.Errorf("trainers: initial logits: %d values for %d valid transitions", len(s.Init), len(g.Next))
 	}
-	t := &Trainer{cfg: cfg, model: s.Model, g: g, an: eval.NewAnalyzer(g), pred: eval.Predict(g, cfg.TrainSource)}
+	t := &Trainer{cfg: cfg, model: s.Model, g: g, an: eval.NewAnalyzer(g), pred: eval.Predict(g, cfg.TrainSource), stepSeconds: math.NaN()}
 	t.trained = trainedRows(g, cfg.TrainSource)
 	t.pcg = rand.NewPCG(cfg.Seed, 0x6a09e667f3bcc909)
 	t.rng = rand.New(t.pcg)
@@ -316,8 +320,9 @@ func (t *Trainer) converged(r Row) bool {
 // measurements it needs, before any update, and changes nothing; the
 // updates themselves always complete, so the trainer stays consistent.
 func (t *Trainer) Step(ctx context.Context) error {
-	if t.cfg.LRDecay == "linear" { // a function of the step alone: resumes exactly
-		t.l.solver().SetLR(t.cfg.Optim.LR * (1 - float64(t.done)/float64(t.cfg.Steps)))
+	start := time.Now()
+	if t.cfg.LRDecay == "linear" {
+		t.l.solver().SetLR(t.lr())
 	}
 	var err error
 	switch k := t.cfg.Trainer; {
@@ -332,7 +337,17 @@ func (t *Trainer) Step(ctx context.Context) error {
 		return err
 	}
 	t.done++
+	t.stepSeconds = time.Since(start).Seconds()
 	return nil
+}
+
+// lr is the learning rate of the next step: the optimiser's, or under
+// "linear" decay a function of the step alone (so a run resumes exactly).
+func (t *Trainer) lr() float64 {
+	if t.cfg.LRDecay == "linear" {
+		return t.cfg.Optim.LR * (1 - float64(t.done)/float64(t.cfg.Steps))
+	}
+	return t.cfg.Optim.LR
 }
 
 // stepSeed seeds the current step's sampling: rollout i of step k draws

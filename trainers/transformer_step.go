@@ -178,12 +178,46 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv, div []flo
 			}
 		}
 	}
+	norm := l.step.GradNorm()
+	if l.table != nil {
+		norm = math.Hypot(norm, l.table.step.GradNorm())
+	}
 	if !cfg.Trainer.Clipped() {
-		return ratioStats{trained: trained}, nil
+		return ratioStats{trained: trained, gradNorm: norm}, nil
 	}
 	rs, err := l.ratios(seqs, ab)
-	rs.trained = trained
+	rs.trained, rs.gradNorm = trained, norm
 	return rs, err
+}
+
+// entropy averages, over the batch's tokens in trained rows, the entropy
+// of the row each was drawn from when the agents reported their rows (the
+// table initialisation), and otherwise -log pi of the token drawn, whose
+// mean is the same quantity estimated from the samples.
+func (l *transformer) entropy(ab *eval.AgentBatch, states []int32) float64 {
+	g, trained := l.t.g, l.t.trained
+	var rowStart []int
+	if ab.Rows != nil {
+		rowStart = rowStarts(g, trained, ab, states)
+	}
+	sum, n := 0.0, 0
+	for i := range ab.Targets {
+		for tok := ab.Starts[i]; tok < ab.Starts[i+1]; tok++ {
+			s := states[tok]
+			if !trained[s] {
+				continue
+			}
+			n++
+			if rowStart == nil {
+				sum -= ab.LogProbs[tok]
+				continue
+			}
+			for _, lp := range ab.Rows[i][rowStart[tok]:][:g.Offsets[s+1]-g.Offsets[s]] {
+				sum -= math.Exp(lp) * lp
+			}
+		}
+	}
+	return sum / float64(max(n, 1))
 }
 
 // ratios are PPO's approximate KL and clip fraction after the updates,
