@@ -158,6 +158,15 @@ func cells(r *record) []string {
 	return out
 }
 
+// scalars are a record's columns but step, named, as TensorBoard's
+// scalars (NaN where a column does not apply).
+func scalars(r *record) (tags []string, values []float64) {
+	for _, c := range columns[1:] {
+		tags, values = append(tags, c.name), append(values, c.get(r))
+	}
+	return tags, values
+}
+
 // format prints one record as a CSV line (without the newline).
 func format(r *record) string { return strings.Join(cells(r), ",") }
 

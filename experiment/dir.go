@@ -42,12 +42,13 @@ type folder struct {
 	initialHitting       float64        // of step 0, from this session or the kept rows
 	wall                 func() float64 // seconds spent on the run
 	applies                             // which columns apply to the trainer
+	tb                   *events        // TensorBoard's event file (nil: none)
 }
 
 // openFolder prepares dir: a fresh run clears what an earlier run left; a
 // resumed run (resumeStep >= 0) keeps the metrics of the steps before its
 // checkpoint. A folder holding another run is refused unless force.
-func openFolder(dir string, cfgJSON []byte, resumeStep int, force bool, a applies) (*folder, error) {
+func openFolder(dir string, cfgJSON []byte, resumeStep int, force bool, a applies, tensorboard bool) (*folder, error) {
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		return nil, inputf("out %s: exists and is not a folder", dir)
 	}
@@ -100,6 +101,12 @@ func openFolder(dir string, cfgJSON []byte, resumeStep int, force bool, a applie
 		return nil, err
 	}
 	f.mw, f.jw, f.aw = bufio.NewWriter(f.metrics), bufio.NewWriter(f.jsonl), bufio.NewWriter(f.abcd)
+	if tensorboard {
+		if f.tb, err = openEvents(dir, resumeStep < 0); err != nil {
+			f.close()
+			return nil, err
+		}
+	}
 	return f, nil
 }
 
@@ -173,6 +180,12 @@ func (f *folder) write(row trainers.Row) error {
 	}
 	fmt.Fprintln(f.mw, format(r))
 	fmt.Fprintln(f.jw, formatJSON(r))
+	if f.tb != nil {
+		tags, values := scalars(r)
+		if err := f.tb.write(row.Step, tags, values); err != nil {
+			return err
+		}
+	}
 	for i, d := range row.Depths {
 		c := row.CopyDepths[i]
 		fmt.Fprintf(f.aw, "%d,%d,%s,%s,%s,%s,%s,%s,%s,%s\n", row.Step, d.Depth, f64(d.A), f64(d.B), f64(d.C), f64(d.D),
@@ -201,6 +214,9 @@ func (f *folder) close() {
 	f.metrics.Close()
 	f.jsonl.Close()
 	f.abcd.Close()
+	if f.tb != nil {
+		f.tb.close()
+	}
 }
 
 // finish writes the plots, then summary.json last. An abcd.csv with no

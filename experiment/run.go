@@ -202,7 +202,7 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 			}
 		}
 	}
-	out, err := openFolder(cfg.Out, cfgJSON, resumeStep, opts.Force, appliesTo(cfg.Train))
+	out, err := openFolder(cfg.Out, cfgJSON, resumeStep, opts.Force, appliesTo(cfg.Train), cfg.TensorBoard)
 	if err != nil {
 		return Summary{}, err
 	}

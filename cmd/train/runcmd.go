@@ -153,6 +153,7 @@ func registerRun(fs *flag.FlagSet, rc *experiment.Config, gf *graphFlags, tf *tr
 	fs.BoolVar(&t.NormalizeAdvantages, "normalize-advantages", t.NormalizeAdvantages, "reinforce, ppo: divide advantages by their standard deviation")
 	fs.StringVar(&rc.Teacher, "teacher", rc.Teacher, "distill: rlvr-limit or a run folder whose checkpoint is the teacher")
 	fs.IntVar(&rc.CheckpointEvery, "checkpoint-every", rc.CheckpointEvery, "checkpoint every N steps (0: at the end and on interruption only)")
+	fs.BoolVar(&rc.TensorBoard, "tensorboard", rc.TensorBoard, "also write the metrics as TensorBoard event files (events.out.tfevents.*) in the run folder")
 	fs.StringVar(&rc.Out, "out", rc.Out, "run folder (default runs/<trainer>-<graph>-seed<seed>); a folder holding another run is refused unless -force")
 }
 
