@@ -27,6 +27,10 @@ type Config struct {
 	// once every state puts less than Until on invalid transitions; 0 runs
 	// all Steps.
 	Until float64 `json:"until"`
+	// MaxTokens (sampled trainers) stops the run once it has sampled at
+	// least this many tokens: a budget shared by trainers that sample
+	// differently (0: none).
+	MaxTokens int `json:"max_tokens,omitempty"`
 	// Seed seeds every random choice of the run (sampled traces, the
 	// supervised backward states, rollouts, initial weights).
 	Seed uint64 `json:"seed"`
@@ -200,6 +204,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.Until >= 0 && c.Until < 1) {
 		return fmt.Errorf("trainers: until %v: want a relative distance in [0, 1) (0: run all steps)", c.Until)
+	}
+	if c.MaxTokens < 0 || c.MaxTokens > 0 && !c.Trainer.Sampled() {
+		return fmt.Errorf("trainers: max_tokens %d: want >= 0, and 0 unless the trainer samples (reinforce, ppo, grpo, rloo, dr-grpo)", c.MaxTokens)
 	}
 	if c.LogEvery < 1 {
 		return fmt.Errorf("trainers: log_every %d: want >= 1", c.LogEvery)

@@ -9,6 +9,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
@@ -305,4 +306,81 @@ func TestGroupConfig(t *testing.T) {
 			t.Errorf("%s: got %v, want an error naming %s", tc.trainer, err, tc.field)
 		}
 	}
+}
+
+// TestMaxTokens: a sampled run stops at the first step whose total reaches
+// the token budget, with stop reason tokens; a budget is refused for an
+// exact trainer.
+func TestMaxTokens(t *testing.T) {
+	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
+	cfg := DefaultConfig()
+	cfg.Trainer, cfg.Rollouts, cfg.Until, cfg.MaxTokens = RLOO, 16, 0, 5000
+	tr, last := run(t, cfg, g, nil, nil)
+	perStep := float64(last.Tokens) / float64(tr.Steps())
+	if tr.Stop() != StopTokens || last.Tokens < 5000 || float64(last.Tokens) >= 5000+3*perStep {
+		t.Errorf("stopped (%s) after %d steps at %d tokens, want just past 5000", tr.Stop(), tr.Steps(), last.Tokens)
+	}
+	cfg.Trainer = RLVRExact
+	if err := cfg.Resolve(BigramModel).Validate(); err == nil || !strings.Contains(err.Error(), "max_tokens") {
+		t.Errorf("exact trainer with a token budget: got %v", err)
+	}
+}
+
+// TestStdScalingDropsBeta: once every rollout of a group hits, its rewards
+// 1 - beta |y| differ by the length term alone, and GRPO's advantage is
+// -(|y| - mean)/(std(|y|) + 1e-4/beta): beta drops out (but for the
+// 1e-4/beta against the lengths' spread), so the length differences get
+// advantages of order 1 however small beta is, where Dr. GRPO's (and
+// RLOO's) advantages scale with beta. Measured on the converged
+// backtracking policy of W=K=5, L=3 (every rollout hits): 32 groups of 8.
+func TestStdScalingDropsBeta(t *testing.T) {
+	g := graph(t, tasks.Config{W: 5, K: 5, L: 3})
+	sp, err := eval.NewSampler(g, eval.PolicyRLVRLimit(g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sp.RolloutsTo(context.Background(), groupTargets(256, 8, g.W(), 1), 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lens := make([]int, 256)
+	for i := range lens {
+		lens[i] = b.Len(i)
+		if !b.Hit[i] {
+			t.Fatalf("rollout %d missed", i)
+		}
+	}
+	meanAbs := func(k Kind, beta float64) float64 {
+		a, _ := groupAdvantages(k, sequenceRewards(lens, b.Hit, beta), 8)
+		s := 0.0
+		for _, x := range a {
+			s += math.Abs(x) / float64(len(a))
+		}
+		return s
+	}
+	grpo, grpoSmall := meanAbs(GRPO, 3e-4), meanAbs(GRPO, 3e-6)
+	dr, drSmall := meanAbs(DrGRPO, 3e-4), meanAbs(DrGRPO, 3e-6)
+	// The closed form, group by group.
+	a, _ := groupAdvantages(GRPO, sequenceRewards(lens, b.Hit, 3e-4), 8)
+	stdLen := 0.0 // the groups' mean standard deviation of lengths
+	for s := 0; s < 256; s += 8 {
+		m, sq := 0.0, 0.0
+		for _, l := range lens[s : s+8] {
+			m += float64(l) / 8
+		}
+		for _, l := range lens[s : s+8] {
+			sq += (float64(l) - m) * (float64(l) - m) / 7
+		}
+		stdLen += math.Sqrt(sq) / 32
+		for j, l := range lens[s : s+8] {
+			if want := -(float64(l) - m) / (math.Sqrt(sq) + 1e-4/3e-4); math.Abs(a[s+j]-want) > 1e-9 {
+				t.Fatalf("rollout %d: GRPO advantage %v, closed form %v", s+j, a[s+j], want)
+			}
+		}
+	}
+	if math.Abs(drSmall*100/dr-1) > 1e-9 || grpo < 0.5 || grpoSmall > grpo {
+		t.Errorf("mean |A|: grpo %v at beta 3e-4, %v at 3e-6; dr-grpo %v, %v", grpo, grpoSmall, dr, drSmall)
+	}
+	t.Logf("all-hit groups of 8 at the W=K=5, L=3 limit (lengths' std %.1f within a group): mean |A| grpo %.4f (beta 3e-4), %.4f (3e-5), %.4f (3e-6); dr-grpo %.3g, %.3g (3e-6)",
+		stdLen, grpo, meanAbs(GRPO, 3e-5), grpoSmall, dr, drSmall)
 }

@@ -138,6 +138,7 @@ type Stop string
 // The reasons Run returns for.
 const (
 	StopSteps       Stop = "steps"       // the step cap
+	StopTokens      Stop = "tokens"      // the sampled-token cap (Config.MaxTokens)
 	StopUntil       Stop = "until"       // within Config.Until of the limit
 	StopOptimum     Stop = "optimum"     // no progress, at the exact optimum (within optimumTol)
 	StopStationary  Stop = "stationary"  // no progress, at a stationary point above the optimum
@@ -205,7 +206,7 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 			best, bestStep = l, t.done
 		}
 		stalled := t.cfg.Trainer.Stalls() && t.cfg.Patience > 0 && t.done-bestStep >= t.cfg.Patience
-		last := t.done >= t.cfg.Steps || t.converged(row) || stalled
+		last := t.done >= t.cfg.Steps || t.converged(row) || stalled || t.spent()
 		logged := t.done%t.cfg.LogEvery == 0 || last
 		if logged {
 			t.l.abcd(&row)
@@ -225,9 +226,13 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 				ErrStalled, t.cfg.Patience, best, bestStep, row.HittingTime, t.cfg.Optim.Name, t.cfg.Optim.LR)
 		}
 		if last {
-			t.stop = StopSteps
-			if t.converged(row) {
+			switch {
+			case t.converged(row):
 				t.stop = StopUntil
+			case t.spent() && t.done < t.cfg.Steps:
+				t.stop = StopTokens
+			default:
+				t.stop = StopSteps
 			}
 			return row, nil
 		}
@@ -278,7 +283,7 @@ type certifier interface {
 // Done reports whether the run has nothing left to do: the step cap is
 // reached or the current policy meets the stop rule.
 func (t *Trainer) Done(ctx context.Context) (bool, error) {
-	if t.done >= t.cfg.Steps {
+	if t.done >= t.cfg.Steps || t.spent() {
 		return true, nil
 	}
 	row, err := t.measure(ctx)
@@ -286,6 +291,12 @@ func (t *Trainer) Done(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	return t.converged(row), nil
+}
+
+// spent reports whether a sampled trainer has used its token budget
+// (Config.MaxTokens).
+func (t *Trainer) spent() bool {
+	return t.smp != nil && t.cfg.MaxTokens > 0 && t.smp.tokens >= t.cfg.MaxTokens
 }
 
 // Converged reports whether a row meets the run's stop rule (Config.Until).

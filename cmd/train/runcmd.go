@@ -132,6 +132,7 @@ func registerRun(fs *flag.FlagSet, rc *experiment.Config, gf *graphFlags, tf *tr
 	fs.StringVar(&t.LRDecay, "lr-decay", t.LRDecay, `learning-rate schedule over the steps: "" (constant) or linear`)
 	fs.Float64Var(&t.Until, "until", t.Until, "stop within this relative distance of the limit hitting time (0: run all steps)")
 	fs.Uint64Var(&t.Seed, "seed", t.Seed, "seed of every random choice")
+	fs.IntVar(&t.MaxTokens, "max-tokens", t.MaxTokens, "sampled trainers: stop once this many tokens have been sampled (0: no cap)")
 	fs.IntVar(&t.Patience, "patience", t.Patience, "rlvr-exact: stop when the hitting time has not improved for N steps (0: never)")
 	fs.IntVar(&t.LogEvery, "log-every", t.LogEvery, "metrics row every N steps")
 	fs.Float64Var(&t.SupervisedBackward, "supervised-backward", t.SupervisedBackward, "sft: fraction of backward states also supervised (Appendix F)")
