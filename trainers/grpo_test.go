@@ -384,3 +384,25 @@ func TestStdScalingDropsBeta(t *testing.T) {
 	t.Logf("all-hit groups of 8 at the W=K=5, L=3 limit (lengths' std %.1f within a group): mean |A| grpo %.4f (beta 3e-4), %.4f (3e-5), %.4f (3e-6); dr-grpo %.3g, %.3g (3e-6)",
 		stdLen, grpo, meanAbs(GRPO, 3e-5), grpoSmall, dr, drSmall)
 }
+
+// TestK3KeepsThePolicyNearTheStart: on the bigram, a large -kl-coef keeps
+// GRPO's logits nearer the starting policy's than no KL term does, over
+// the same sampled batches.
+func TestK3KeepsThePolicyNearTheStart(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	moved := func(kl float64) float64 {
+		cfg := DefaultConfig()
+		cfg.Trainer, cfg.Steps, cfg.Until, cfg.Rollouts, cfg.KLCoef = GRPO, 20, 0, 64, kl
+		tr, _ := run(t, cfg, g, nil, nil)
+		d := 0.0
+		for _, x := range modelOf(tr).Logits() { // the start's logits are all 0
+			d += math.Abs(x)
+		}
+		return d
+	}
+	free, held := moved(0), moved(50)
+	t.Logf("sum of abs. logits after 20 steps: %.4g without KL, %.4g with kl_coef 50", free, held)
+	if !(held < 0.5*free) || held == 0 {
+		t.Errorf("logits moved %v with kl_coef 50, %v without", held, free)
+	}
+}
