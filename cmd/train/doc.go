@@ -175,9 +175,9 @@
 //	                       (tuned at W=K=5, L=3)
 //	transformer            sampled trainers: adam at lr 0.0003 (the logit table at
 //	                       -table-lr: 0.025 for ppo, the bigram's rate for the
-//	                       others), 128 rollouts, fork baseline (group for grpo,
-//	                       rloo, dr-grpo), horizon factor 20 (tuned at the
-//	                       paper's size); sft, distill: sign descent at lr 0.01, 256
+//	                       others), 128 rollouts, fork baseline and horizon
+//	                       factor 20 (tuned at the paper's size; grpo, rloo,
+//	                       dr-grpo: group baseline, horizon factor 2); sft, distill: sign descent at lr 0.01, 256
 //	                       sequences per step
 //	An optimizer named without -lr takes the default rate when it is the default
 //	optimizer, and 0.01 otherwise.
