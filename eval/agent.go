@@ -78,6 +78,20 @@ type agentWorker struct {
 // AgentRollouts is the package's AgentRollouts into b's memory: the batch
 // returned is valid until the next call.
 func (b *Buffers) AgentRollouts(ctx context.Context, g *tasks.Graph, newAgent func() (Agent, error), n, horizon int, seed uint64) (*AgentBatch, error) {
+	return b.agentRollouts(ctx, g, newAgent, n, nil, horizon, seed)
+}
+
+// AgentRolloutsTo is AgentRollouts with rollout i toward targets[i] (1..W)
+// instead of a uniform target (see Sampler.RolloutsTo).
+func (b *Buffers) AgentRolloutsTo(ctx context.Context, g *tasks.Graph, newAgent func() (Agent, error), targets []int, horizon int, seed uint64) (*AgentBatch, error) {
+	if err := checkTargets(targets, g.W()); err != nil {
+		return nil, err
+	}
+	return b.agentRollouts(ctx, g, newAgent, len(targets), targets, horizon, seed)
+}
+
+// agentRollouts draws n rollouts toward targets (nil: uniform targets).
+func (b *Buffers) agentRollouts(ctx context.Context, g *tasks.Graph, newAgent func() (Agent, error), n int, targets []int, horizon int, seed uint64) (*AgentBatch, error) {
 	if n < 1 || horizon < 1 {
 		return nil, fmt.Errorf("eval: agent rollouts: n %d, horizon %d: want both >= 1", n, horizon)
 	}
@@ -99,7 +113,7 @@ func (b *Buffers) AgentRollouts(ctx context.Context, g *tasks.Graph, newAgent fu
 		w.a, w.entries, w.logp, w.rows, w.ids, w.ends, w.rowEnds = a, w.entries[:0], w.logp[:0], w.rows[:0], w.ids[:0], w.ends[:0], w.rowEnds[:0]
 		return w, nil
 	}, func(i int, w *agentWorker, rng *rand.Rand) error {
-		out.Targets[i] = 1 + rng.IntN(g.W())
+		out.Targets[i] = target(targets, i, g.W(), rng)
 		var err error
 		if ra, ok := w.a.(RowAgent); ok {
 			rec := &rowRecorder{RowAgent: ra, rows: &w.rows}

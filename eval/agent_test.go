@@ -72,3 +72,48 @@ func TestAgentRolloutsDeterministic(t *testing.T) {
 		t.Error("horizon 0 accepted; an agent may never hit")
 	}
 }
+
+// TestRolloutsToTargets: with given targets, the Markov sampler and the
+// agent sampler send rollout i toward targets[i] and end it there when it
+// hits, draw the same transitions as each other (a Markov agent is the
+// table), and refuse a target outside 1..W.
+func TestRolloutsToTargets(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	p, _ := Named(g, "pretrained")
+	sp, err := NewSampler(g, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := []int{3, 3, 1, 1, 2, 2, 3, 3}
+	a, err := sp.RolloutsTo(context.Background(), targets, 500, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newAgent := func() (Agent, error) { return NewMarkovAgent(g, p) }
+	b, err := new(Buffers).AgentRolloutsTo(context.Background(), g, newAgent, targets, 500, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.Targets, targets) || !slices.Equal(b.Targets, targets) {
+		t.Errorf("targets %v and %v, want %v", a.Targets, b.Targets, targets)
+	}
+	if !slices.Equal(a.Entries, b.Entries) || !slices.Equal(a.Hit, b.Hit) {
+		t.Error("the Markov sampler and the Markov agent drew different rollouts")
+	}
+	_, last := a.States(g)
+	hits := 0
+	for i, x := range targets {
+		if a.Hit[i] {
+			hits++
+			if head := g.States[last[i]].Head; head != g.Branches[x-1].Leaf {
+				t.Errorf("rollout %d hit node %d, want target %d's leaf %d", i, head, x, g.Branches[x-1].Leaf)
+			}
+		}
+	}
+	if hits == 0 {
+		t.Error("no rollout hit within 500 transitions")
+	}
+	if _, err := sp.RolloutsTo(context.Background(), []int{1, 4}, 10, 1); err == nil {
+		t.Error("target 4 of W=3 accepted")
+	}
+}

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -84,11 +85,27 @@ func (t *table) entry(s int32, u float64) int32 {
 // then the policy must reach every target surely). A canceled ctx stops the
 // sampling within a few milliseconds and returns its error.
 func (sp *Sampler) Rollouts(ctx context.Context, n, horizon int, seed uint64) (*Batch, error) {
+	return sp.rollouts(ctx, n, nil, horizon, seed)
+}
+
+// RolloutsTo is Rollouts with rollout i toward targets[i] (1..W) instead
+// of a uniform target: a group-relative trainer draws one target per group
+// of rollouts. Rollout i's stream is seeded by (seed, i) as in Rollouts.
+func (sp *Sampler) RolloutsTo(ctx context.Context, targets []int, horizon int, seed uint64) (*Batch, error) {
+	if err := checkTargets(targets, sp.g.W()); err != nil {
+		return nil, err
+	}
+	return sp.rollouts(ctx, len(targets), targets, horizon, seed)
+}
+
+// rollouts draws n rollouts toward targets (nil: uniform targets, each the
+// first draw of its rollout's stream).
+func (sp *Sampler) rollouts(ctx context.Context, n int, targets []int, horizon int, seed uint64) (*Batch, error) {
 	W := sp.g.W()
 	parts := make([][]int32, n)
 	b := &Batch{Targets: make([]int, n), Hit: make([]bool, n)}
 	err := eachRollout(ctx, n, seed, func(int, int) (struct{}, error) { return struct{}{}, nil }, func(i int, _ struct{}, rng *rand.Rand) error {
-		b.Targets[i] = 1 + rng.IntN(W)
+		b.Targets[i] = target(targets, i, W, rng)
 		var err error
 		parts[i], b.Hit[i], err = sp.tab.rollout(ctx, b.Targets[i], horizon, rng, nil)
 		return err
@@ -98,6 +115,28 @@ func (sp *Sampler) Rollouts(ctx context.Context, n, horizon int, seed uint64) (*
 	}
 	b.Entries, b.Starts = concat(parts)
 	return b, nil
+}
+
+// target is rollout i's target: targets[i], or a uniform draw from rng
+// when targets is nil.
+func target(targets []int, i, w int, rng *rand.Rand) int {
+	if targets != nil {
+		return targets[i]
+	}
+	return 1 + rng.IntN(w)
+}
+
+// checkTargets refuses an empty list or a target outside 1..w.
+func checkTargets(targets []int, w int) error {
+	if len(targets) == 0 {
+		return fmt.Errorf("eval: rollouts: no targets")
+	}
+	for i, x := range targets {
+		if x < 1 || x > w {
+			return fmt.Errorf("eval: rollouts: target %d of rollout %d: want 1..%d", x, i, w)
+		}
+	}
+	return nil
 }
 
 // checkEvery is how many transitions a rollout takes between two looks at

@@ -15,50 +15,77 @@ import (
 // what the run adds.
 type record struct {
 	trainers.Row
-	sampled bool    // reinforce or ppo: the batch columns apply
-	wall    float64 // seconds spent on the run so far
+	applies
+	wall float64 // seconds spent on the run so far
+}
+
+// applies says which groups of columns apply to a run's trainer.
+type applies struct {
+	sampled bool // a sampled trainer: the batch columns
+	grouped bool // a group-relative trainer: flat_groups
+	critic  bool // a sampled trainer with baseline gae: the critic's columns
+}
+
+// appliesTo is what applies to a trainer configuration.
+func appliesTo(c trainers.Config) applies {
+	k := c.Trainer
+	return applies{sampled: k.Sampled(), grouped: k.Grouped(), critic: k.Sampled() && c.Baseline == "gae"}
 }
 
 // column is one column of metrics.csv: its name, how it is read from a
 // record (NaN: does not apply, an empty cell) and how it is printed.
+// A timed column measures wall time: the one kind of value a resumed or
+// rerun run does not reproduce.
 type column struct {
-	name string
-	get  func(r *record) float64
-	kind byte // 'i' integer, 'g' shortest exact float, 'f' three decimals
+	name  string
+	get   func(r *record) float64
+	kind  byte // 'i' integer, 'g' shortest exact float, 'f' three decimals
+	timed bool
+}
+
+// only restricts a column to the records for which when holds (NaN
+// elsewhere).
+func only(when func(r *record) bool, c column) column {
+	get := c.get
+	c.get = func(r *record) float64 {
+		if !when(r) {
+			return math.NaN()
+		}
+		return get(r)
+	}
+	return c
 }
 
 // batch is a column of the sampled trainers only.
 func batch(name string, kind byte, get func(r *record) float64) column {
-	return column{name, func(r *record) float64 {
-		if !r.sampled {
-			return math.NaN()
-		}
-		return get(r)
-	}, kind}
+	return only(func(r *record) bool { return r.sampled }, column{name: name, get: get, kind: kind})
+}
+
+// perSecond is a timed column of the sampled trainers: n(r) over the
+// last step's wall time.
+func perSecond(name string, n func(r *record) int) column {
+	c := batch(name, 'f', func(r *record) float64 { return float64(n(r)) / r.StepSeconds })
+	c.timed = true
+	return c
 }
 
 // monteCarlo is a column of Monte Carlo rows only.
 func monteCarlo(name string, get func(r *record) float64) column {
-	return column{name, func(r *record) float64 {
-		if !r.Estimated {
-			return math.NaN()
-		}
-		return get(r)
-	}, 'g'}
+	return only(func(r *record) bool { return r.Estimated }, column{name: name, get: get, kind: 'g'})
 }
 
 // columns are metrics.csv's columns, defined once: the writer, the plots,
 // the reproduce suite and the tests read them by name (Metrics.Column).
 var columns = []column{
-	{"step", func(r *record) float64 { return float64(r.Step) }, 'i'},
-	{"hitting_time", func(r *record) float64 { return r.HittingTime }, 'g'},
-	{"objective", func(r *record) float64 { return r.Objective }, 'g'},
-	{"a", func(r *record) float64 { return r.A }, 'g'},
-	{"b", func(r *record) float64 { return r.B }, 'g'},
-	{"c", func(r *record) float64 { return r.C }, 'g'},
-	{"d", func(r *record) float64 { return r.D }, 'g'},
-	{"invalid_mass", func(r *record) float64 { return r.InvalidMass }, 'g'},
-	{"bound_ratio", func(r *record) float64 { return r.BoundRatio }, 'g'},
+	{name: "step", get: func(r *record) float64 { return float64(r.Step) }, kind: 'i'},
+	{name: "hitting_time", get: func(r *record) float64 { return r.HittingTime }, kind: 'g'},
+	{name: "objective", get: func(r *record) float64 { return r.Objective }, kind: 'g'},
+	{name: "a", get: func(r *record) float64 { return r.A }, kind: 'g'},
+	{name: "b", get: func(r *record) float64 { return r.B }, kind: 'g'},
+	{name: "c", get: func(r *record) float64 { return r.C }, kind: 'g'},
+	{name: "d", get: func(r *record) float64 { return r.D }, kind: 'g'},
+	{name: "invalid_mass", get: func(r *record) float64 { return r.InvalidMass }, kind: 'g'},
+	{name: "bound_ratio", get: func(r *record) float64 { return r.BoundRatio }, kind: 'g'},
 	batch("tokens", 'i', func(r *record) float64 { return float64(r.Tokens) }),
 	batch("rollouts", 'i', func(r *record) float64 { return float64(r.Rollouts) }),
 	batch("trained_tokens", 'i', func(r *record) float64 { return float64(r.TrainedTokens) }),
@@ -68,7 +95,36 @@ var columns = []column{
 	batch("clip_frac", 'g', func(r *record) float64 { return r.Batch.ClipFrac }),
 	monteCarlo("hitting_time_ci95", func(r *record) float64 { return r.HittingTimeCI95 }),
 	monteCarlo("mc_success_rate", func(r *record) float64 { return r.MCSuccessRate }),
-	{"wall_seconds", func(r *record) float64 { return r.wall }, 'f'},
+	batch("entropy", 'g', func(r *record) float64 { return r.Batch.Entropy }),
+	batch("reward_mean", 'g', func(r *record) float64 { return r.Batch.RewardMean }),
+	batch("reward_std", 'g', func(r *record) float64 { return r.Batch.RewardStd }),
+	batch("reward_min", 'g', func(r *record) float64 { return r.Batch.RewardMin }),
+	batch("reward_max", 'g', func(r *record) float64 { return r.Batch.RewardMax }),
+	batch("length_min", 'i', func(r *record) float64 { return float64(r.Batch.LengthMin) }),
+	batch("length_max", 'i', func(r *record) float64 { return float64(r.Batch.LengthMax) }),
+	batch("truncated", 'g', func(r *record) float64 { return r.Batch.Truncated }),
+	only(func(r *record) bool { return r.grouped }, column{name: "flat_groups", get: func(r *record) float64 { return r.Batch.FlatGroups }, kind: 'g'}),
+	batch("grad_norm", 'g', func(r *record) float64 { return r.Batch.GradNorm }),
+	only(func(r *record) bool { return r.critic }, column{name: "value_loss", get: func(r *record) float64 { return r.Batch.ValueLoss }, kind: 'g'}),
+	only(func(r *record) bool { return r.critic }, column{name: "explained_variance", get: func(r *record) float64 { return r.Batch.ExplainedVariance }, kind: 'g'}),
+	{name: "lr", get: func(r *record) float64 { return r.LR }, kind: 'g'},
+	{name: "step_seconds", get: func(r *record) float64 { return r.StepSeconds }, kind: 'g', timed: true},
+	perSecond("sampled_tokens_per_second", func(r *record) int { return r.Batch.Sampled }),
+	perSecond("trained_tokens_per_second", func(r *record) int { return r.Batch.Trained }),
+	{name: "wall_seconds", get: func(r *record) float64 { return r.wall }, kind: 'f', timed: true},
+}
+
+// TimedColumns lists the columns that measure wall time, the values a
+// resumed or rerun run does not reproduce (tests compare runs without
+// them).
+func TimedColumns() []string {
+	var names []string
+	for _, c := range columns {
+		if c.timed {
+			names = append(names, c.name)
+		}
+	}
+	return names
 }
 
 // MetricsColumns lists the column names of metrics.csv, in order.
@@ -83,22 +139,55 @@ func MetricsColumns() []string {
 // metricsHeader is metrics.csv's first line.
 func metricsHeader() string { return strings.Join(MetricsColumns(), ",") }
 
-// format prints one record as a CSV line (without the newline).
-func format(r *record) string {
-	cells := make([]string, len(columns))
+// cells prints one record's values, "" where a column does not apply
+// (NaN) or a timed rate has no time to divide by (an infinity).
+func cells(r *record) []string {
+	out := make([]string, len(columns))
 	for i, c := range columns {
 		v := c.get(r)
 		switch {
-		case math.IsNaN(v):
+		case math.IsNaN(v), c.timed && math.IsInf(v, 0):
 		case c.kind == 'i':
-			cells[i] = strconv.FormatInt(int64(v), 10)
+			out[i] = strconv.FormatInt(int64(v), 10)
 		case c.kind == 'f':
-			cells[i] = strconv.FormatFloat(v, 'f', 3, 64)
+			out[i] = strconv.FormatFloat(v, 'f', 3, 64)
 		default:
-			cells[i] = strconv.FormatFloat(v, 'g', -1, 64)
+			out[i] = strconv.FormatFloat(v, 'g', -1, 64)
 		}
 	}
-	return strings.Join(cells, ",")
+	return out
+}
+
+// scalars are a record's columns but step, named, as TensorBoard's
+// scalars (NaN where a column does not apply).
+func scalars(r *record) (tags []string, values []float64) {
+	for _, c := range columns[1:] {
+		tags, values = append(tags, c.name), append(values, c.get(r))
+	}
+	return tags, values
+}
+
+// format prints one record as a CSV line (without the newline).
+func format(r *record) string { return strings.Join(cells(r), ",") }
+
+// formatJSON prints one record as a JSON object on one line (without the
+// newline), metrics.jsonl's: the same columns and digits as the CSV line,
+// null where the CSV cell is empty.
+func formatJSON(r *record) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, v := range cells(r) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(columns[i].name) + ": ")
+		if v == "" || v == "+Inf" || v == "-Inf" {
+			v = "null"
+		}
+		b.WriteString(v)
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // Metrics is a run folder's metrics.csv, read back: one row per logged

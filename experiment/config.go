@@ -30,6 +30,9 @@ type Config struct {
 	// CheckpointEvery writes a checkpoint every N steps (0: only at the end
 	// and on interruption).
 	CheckpointEvery int `json:"checkpoint_every"`
+	// TensorBoard also writes the metrics rows as TensorBoard event files
+	// (events.out.tfevents.*) in the run folder.
+	TensorBoard bool `json:"tensorboard,omitempty"`
 	// Out is the run folder (empty: runs/<Name()>).
 	Out string `json:"out"`
 }

@@ -23,6 +23,7 @@ const (
 	CheckpointFile = "checkpoint.bin"
 	ConfigFile     = "config.json"
 	SummaryFile    = "summary.json"
+	JSONLFile      = "metrics.jsonl"
 	lockFile       = ".lock"
 	abcdHeader     = "step,depth,a,b,c,d,a_per_copy,b_per_copy,c_per_copy,d_per_copy"
 )
@@ -32,20 +33,22 @@ const (
 var products = []string{SummaryFile, "hitting_time.png", "abcd.png", "invalid_mass.png"}
 
 // folder writes a run folder: config.json, vocab.txt, metrics.csv,
-// abcd.csv, the checkpoint, then the plots and summary.json at the end.
+// metrics.jsonl, abcd.csv, the checkpoint, then the plots and summary.json
+// at the end.
 type folder struct {
-	dir            string
-	metrics, abcd  *os.File
-	mw, aw         *bufio.Writer
-	initialHitting float64        // of step 0, from this session or the kept rows
-	wall           func() float64 // seconds spent on the run
-	sampled        bool           // reinforce or ppo: the batch columns apply
+	dir                  string
+	metrics, jsonl, abcd *os.File
+	mw, jw, aw           *bufio.Writer
+	initialHitting       float64        // of step 0, from this session or the kept rows
+	wall                 func() float64 // seconds spent on the run
+	applies                             // which columns apply to the trainer
+	tb                   *events        // TensorBoard's event file (nil: none)
 }
 
 // openFolder prepares dir: a fresh run clears what an earlier run left; a
 // resumed run (resumeStep >= 0) keeps the metrics of the steps before its
 // checkpoint. A folder holding another run is refused unless force.
-func openFolder(dir string, cfgJSON []byte, resumeStep int, force, sampled bool) (*folder, error) {
+func openFolder(dir string, cfgJSON []byte, resumeStep int, force bool, a applies, tensorboard bool) (*folder, error) {
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		return nil, inputf("out %s: exists and is not a folder", dir)
 	}
@@ -80,7 +83,7 @@ func openFolder(dir string, cfgJSON []byte, resumeStep int, force, sampled bool)
 	if err := checkpoints.WriteFileAtomic(filepath.Join(dir, ConfigFile), append(cfgJSON, '\n')); err != nil {
 		return nil, err
 	}
-	f := &folder{dir: dir, initialHitting: math.NaN(), sampled: sampled}
+	f := &folder{dir: dir, initialHitting: math.NaN(), applies: a}
 	var err error
 	var kept [][]string
 	if f.metrics, kept, err = reopenCSV(filepath.Join(dir, "metrics.csv"), metricsHeader(), resumeStep); err != nil {
@@ -94,8 +97,42 @@ func openFolder(dir string, cfgJSON []byte, resumeStep int, force, sampled bool)
 	if f.abcd, _, err = reopenCSV(filepath.Join(dir, "abcd.csv"), abcdHeader, resumeStep); err != nil {
 		return nil, err
 	}
-	f.mw, f.aw = bufio.NewWriter(f.metrics), bufio.NewWriter(f.abcd)
+	if f.jsonl, err = reopenJSONL(filepath.Join(dir, JSONLFile), resumeStep); err != nil {
+		return nil, err
+	}
+	f.mw, f.jw, f.aw = bufio.NewWriter(f.metrics), bufio.NewWriter(f.jsonl), bufio.NewWriter(f.abcd)
+	if tensorboard {
+		if f.tb, err = openEvents(dir, resumeStep < 0); err != nil {
+			f.close()
+			return nil, err
+		}
+	}
 	return f, nil
+}
+
+// reopenJSONL rewrites path with the rows whose step is below keep (none
+// when keep < 0), as reopenCSV does, and opens it for appending.
+func reopenJSONL(path string, keep int) (*os.File, error) {
+	var buf bytes.Buffer
+	if keep >= 0 {
+		data, err := os.ReadFile(path)
+		if err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+		lines := strings.Split(string(data), "\n")
+		for _, line := range lines[:len(lines)-1] { // complete lines only
+			var row struct {
+				Step *int `json:"step"`
+			}
+			if json.Unmarshal([]byte(line), &row) == nil && row.Step != nil && *row.Step < keep {
+				buf.WriteString(line + "\n")
+			}
+		}
+	}
+	if err := checkpoints.WriteFileAtomic(path, buf.Bytes()); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
 }
 
 // reopenCSV rewrites path with its header and the rows whose step is below
@@ -137,18 +174,27 @@ func (f *folder) write(row trainers.Row) error {
 	if row.Step == 0 {
 		f.initialHitting = row.HittingTime
 	}
-	r := &record{Row: row, sampled: f.sampled, wall: math.NaN()}
+	r := &record{Row: row, applies: f.applies, wall: math.NaN()}
 	if f.wall != nil {
 		r.wall = f.wall()
 	}
 	fmt.Fprintln(f.mw, format(r))
+	fmt.Fprintln(f.jw, formatJSON(r))
+	if f.tb != nil {
+		tags, values := scalars(r)
+		if err := f.tb.write(row.Step, tags, values); err != nil {
+			return err
+		}
+	}
 	for i, d := range row.Depths {
 		c := row.CopyDepths[i]
 		fmt.Fprintf(f.aw, "%d,%d,%s,%s,%s,%s,%s,%s,%s,%s\n", row.Step, d.Depth, f64(d.A), f64(d.B), f64(d.C), f64(d.D),
 			f64(c.A), f64(c.B), f64(c.C), f64(c.D))
 	}
-	if err := f.mw.Flush(); err != nil {
-		return err
+	for _, w := range []*bufio.Writer{f.mw, f.jw} {
+		if err := w.Flush(); err != nil {
+			return err
+		}
 	}
 	return f.aw.Flush()
 }
@@ -163,9 +209,14 @@ func f64(x float64) string {
 
 func (f *folder) close() {
 	f.mw.Flush()
+	f.jw.Flush()
 	f.aw.Flush()
 	f.metrics.Close()
+	f.jsonl.Close()
 	f.abcd.Close()
+	if f.tb != nil {
+		f.tb.close()
+	}
 }
 
 // finish writes the plots, then summary.json last. An abcd.csv with no
@@ -173,6 +224,9 @@ func (f *folder) close() {
 // holding its header only.
 func (f *folder) finish(s Summary) error {
 	if err := f.mw.Flush(); err != nil {
+		return err
+	}
+	if err := f.jw.Flush(); err != nil {
 		return err
 	}
 	if err := f.aw.Flush(); err != nil {

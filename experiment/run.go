@@ -194,7 +194,7 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 			}
 		}
 	}
-	out, err := openFolder(cfg.Out, cfgJSON, resumeStep, opts.Force, cfg.Train.Trainer.Sampled())
+	out, err := openFolder(cfg.Out, cfgJSON, resumeStep, opts.Force, appliesTo(cfg.Train), cfg.TensorBoard)
 	if err != nil {
 		return Summary{}, err
 	}

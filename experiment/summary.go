@@ -34,7 +34,8 @@ type Summary struct {
 	InvalidMass      *float64                 `json:"final_invalid_mass,omitempty"`
 	BoundRatio       *float64                 `json:"max_bound_ratio,omitempty"`
 	Converged        bool                     `json:"converged"`
-	// StopReason says why the run ended: steps (the cap), until (within
+	// StopReason says why the run ended: steps (the cap), tokens (the
+	// sampled-token cap, -max-tokens), until (within
 	// -until of the limit), optimum (no progress at the exact optimum of
 	// its setting), stationary (no progress at a stationary point above
 	// it), stall (no progress elsewhere; Stalled is set too).

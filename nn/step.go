@@ -22,7 +22,12 @@ type Step struct {
 	learnables []G.ValueGrad
 	cost       G.Value     // filled by the read node at each run
 	acc        [][]float64 // gradients summed by Accumulate, per learnable
+	gradNorm   float64     // L2 norm of the last update's gradient
 }
+
+// GradNorm is the L2 norm, over every learnable, of the gradient of the
+// last update (Run or Apply) before the solver used it; 0 before any.
+func (s *Step) GradNorm() float64 { return s.gradNorm }
 
 // NewStep adds the gradient of cost with respect to learnables to the
 // cost's graph and compiles the graph into a tape machine. Build the whole
@@ -71,6 +76,7 @@ func (s *Step) Run() (cost float64, err error) {
 	if err := s.checkGradients(); err != nil {
 		return cost, err
 	}
+	s.gradNorm = s.norm()
 	if err := s.solver.Step(s.learnables); err != nil {
 		return 0, fmt.Errorf("nn: step: update: %w", err)
 	}
@@ -130,10 +136,26 @@ func (s *Step) Apply() (err error) {
 		copy(gr.Data().([]float64), s.acc[i])
 		clear(s.acc[i])
 	}
+	s.gradNorm = s.norm()
 	if err := s.solver.Step(s.learnables); err != nil {
 		return fmt.Errorf("nn: step: update: %w", err)
 	}
 	return nil
+}
+
+// norm is the L2 norm of the learnables' gradients.
+func (s *Step) norm() float64 {
+	sq := 0.0
+	for _, vg := range s.learnables {
+		if gr, err := vg.Grad(); err == nil {
+			if data, ok := gr.Data().([]float64); ok {
+				for _, g := range data {
+					sq += g * g
+				}
+			}
+		}
+	}
+	return math.Sqrt(sq)
 }
 
 // checkGradients refuses a NaN or infinite gradient before any solver sees

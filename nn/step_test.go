@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -151,6 +152,11 @@ func TestStepMatchesAnalytic(t *testing.T) {
 			want[e] -= lr * grad[i]
 		}
 		checkClose(t, "logits after step", after, want, 1e-12, 1)
+		sq := 0.0
+		for _, g := range grad {
+			sq += g * g
+		}
+		checkClose(t, "gradient norm", []float64{step.GradNorm()}, []float64{math.Sqrt(sq)}, 1e-12, 1)
 	}
 }
 

@@ -69,7 +69,12 @@ var entries = []entry{
 		"hitting time 4 sum_i k_i", (*reproducer).fig8},
 	{compareLearners, "the transformer learns to backtrack like the bigram under PPO, from the same bigram, over seeds and sizes (a study beyond the paper; not in all)",
 		"-", (*reproducer).compareLearners},
+	{rlvrAlgorithms, "exact RLVR, REINFORCE, PPO (state and fork baselines), GRPO, RLOO and Dr. GRPO all reach the RLVR limit on the bigram with the same sampled-token budget (a study beyond the paper; not in all)",
+		"-", (*reproducer).rlvrAlgos},
 }
+
+// studies are the entries beyond the paper, run by name only.
+var studies = []string{compareLearners, rlvrAlgorithms}
 
 // Options configure a reproduction.
 type Options struct {
@@ -92,7 +97,7 @@ type Options struct {
 func Names() []string {
 	var all []string
 	for _, e := range entries {
-		if e.name != compareLearners {
+		if !slices.Contains(studies, e.name) {
 			all = append(all, e.name)
 		}
 	}
@@ -110,7 +115,7 @@ func Check(names []string) ([]string, error) {
 	if len(names) == 1 && names[0] == "all" {
 		return all, nil
 	}
-	all = append(all, compareLearners)
+	all = append(all, studies...)
 	out := make([]string, len(names))
 	for i, n := range names {
 		if n == "transformer" { // the name the transformer issue asked for

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/rlvr-backtrack/backtrack/experiment"
 )
 
 // plan expands the small sweep into dir.
@@ -26,7 +28,7 @@ func plan(t *testing.T, spec, dir string) *Plan {
 }
 
 // metricsWithoutWall reads every run's metrics.csv and abcd.csv without
-// the wall_seconds column, keyed by run folder name.
+// the timed columns (experiment.TimedColumns), keyed by run folder name.
 func metricsWithoutWall(t *testing.T, p *Plan) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -37,11 +39,19 @@ func metricsWithoutWall(t *testing.T, p *Plan) map[string]string {
 				t.Fatal(err)
 			}
 			lines := strings.Split(string(data), "\n")
-			col := slices.Index(strings.Split(lines[0], ","), "wall_seconds")
+			header := strings.Split(lines[0], ",")
 			for i, l := range lines {
-				if fs := strings.Split(l, ","); col >= 0 && len(fs) > col {
-					lines[i] = strings.Join(slices.Delete(fs, col, col+1), ",")
+				fs := strings.Split(l, ",")
+				if len(fs) != len(header) {
+					continue
 				}
+				var kept []string
+				for c, v := range fs {
+					if !slices.Contains(experiment.TimedColumns(), header[c]) {
+						kept = append(kept, v)
+					}
+				}
+				lines[i] = strings.Join(kept, ",")
 			}
 			out[r.Name+"/"+f] = strings.Join(lines, "\n")
 		}
@@ -62,7 +72,7 @@ func sameMetrics(t *testing.T, what string, a, b map[string]string) {
 }
 
 // TestJobsShardsAndRerun: the sweep gives the same metrics, bit for bit
-// but for wall_seconds, run by two workers or as shards 0/2 and 1/2; a
+// but for the timed columns, run by two workers or as shards 0/2 and 1/2; a
 // second pass does no work.
 func TestJobsShardsAndRerun(t *testing.T) {
 	base := t.TempDir()

@@ -26,6 +26,8 @@ func init() {
 				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 			case Reinforce:
 				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+			case GRPO, RLOO, DrGRPO:
+				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 			}
 		},
 		build: func(t *Trainer, s Setup) (learner, error) {
@@ -159,7 +161,7 @@ func newBigram(t *Trainer, s Setup) (*bigram, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Trainer != PPO { // ppo's constants are its own
+	if !cfg.Trainer.Clipped() { // the clipped objective's constants are its own
 		b.in = newVec(model.Graph(), model.NumParams(), "constants")
 	}
 	var cost *G.Node

@@ -26,7 +26,7 @@ func (b *bigram) buildSampled() (*G.Node, error) {
 		b.paramOf[e] = int32(k)
 	}
 	logp := model.LogProbs()
-	if cfg.Trainer == Reinforce {
+	if !cfg.Trainer.Clipped() {
 		return reinforceLoss(logp, b.in.node)
 	}
 	g := model.Graph()
@@ -51,7 +51,7 @@ func (b *bigram) buildSampled() (*G.Node, error) {
 
 // rollouts samples the current table with eval's Markov sampler; the
 // log-probabilities are the table's (update reads them from it).
-func (b *bigram) rollouts(ctx context.Context, n, horizon int, seed uint64) (*eval.AgentBatch, error) {
+func (b *bigram) rollouts(ctx context.Context, n, horizon int, seed uint64, targets []int) (*eval.AgentBatch, error) {
 	if err := b.current(); err != nil {
 		return nil, err
 	}
@@ -59,32 +59,38 @@ func (b *bigram) rollouts(ctx context.Context, n, horizon int, seed uint64) (*ev
 	if err != nil {
 		return nil, err
 	}
-	batch, err := sp.Rollouts(ctx, n, horizon, seed)
+	var batch *eval.Batch
+	if targets != nil {
+		batch, err = sp.RolloutsTo(ctx, targets, horizon, seed)
+	} else {
+		batch, err = sp.Rollouts(ctx, n, horizon, seed)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &eval.AgentBatch{Batch: *batch}, nil
 }
 
-// update is the REINFORCE update or PPO's epochs over minibatches.
-func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv []float64) (ratioStats, error) {
+// update is the REINFORCE update or the clipped objective's epochs over
+// minibatches.
+func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv, div []float64) (ratioStats, error) {
 	cfg, probs := b.t.cfg, b.probs
-	if cfg.Trainer == Reinforce {
+	if !cfg.Trainer.Clipped() {
 		w := b.in.data()
 		clear(w)
-		n := float64(batch.Tokens())
 		for i, e := range batch.Entries {
 			if k := b.paramOf[e]; k >= 0 {
-				w[k] -= adv[i] / n
+				w[k] -= adv[i] / div[i]
 			}
 		}
-		return ratioStats{trained: batch.Tokens()}, b.runStep(b.in)
+		err := b.runStep(b.in)
+		return ratioStats{trained: batch.Tokens(), gradNorm: b.step.GradNorm()}, err
 	}
 	old := b.oldLog.data()
 	for k, e := range b.model.TrainableEntries() {
 		old[k] = math.Log(probs[e])
 	}
-	mini := b.minibatches(&batch.Batch, adv, states)
+	mini := b.minibatches(&batch.Batch, adv, div, states)
 	epochs, _ := cfg.Trainer.epochs(cfg)
 	for range epochs {
 		for _, m := range mini {
@@ -101,7 +107,7 @@ func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv []float64) (
 	// PPO's approximate KL and clip fraction over the batch's tokens after
 	// the updates.
 	now := b.model.Probs()
-	rs := ratioStats{trained: epochs * batch.Tokens()}
+	rs := ratioStats{trained: epochs * batch.Tokens(), gradNorm: b.step.GradNorm()}
 	for _, e := range batch.Entries {
 		if k := b.paramOf[e]; k >= 0 {
 			rs.add(now[e]/math.Exp(old[k]), cfg.Clip)
@@ -110,40 +116,71 @@ func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv []float64) (
 	return rs, nil
 }
 
+// entropy averages the sampling table's row entropies over the batch's
+// tokens in trained rows.
+func (b *bigram) entropy(batch *eval.AgentBatch, states []int32) float64 {
+	h := make([]float64, b.g.NumStates())
+	for s := range h {
+		for _, p := range b.probs[b.g.Offsets[s]:b.g.Offsets[s+1]] {
+			if p > 0 {
+				h[s] -= p * math.Log(p)
+			}
+		}
+	}
+	sum, n := 0.0, 0
+	for _, s := range states {
+		if b.t.trained[s] {
+			sum += h[s]
+			n++
+		}
+	}
+	return sum / float64(max(n, 1))
+}
+
 // minibatch holds one minibatch's aggregated loss constants.
 type minibatch struct{ pos, neg, share []float64 }
 
-// minibatches splits the batch (rollout i to minibatch i mod M) and sums
-// each minibatch's advantages per parameter, divided by its token count.
-func (b *bigram) minibatches(batch *eval.Batch, adv []float64, states []int32) []minibatch {
+// minibatches splits the batch (minibatchOf) and sums each minibatch's
+// advantages per parameter, each divided by its token's divisor. The KL
+// and entropy shares are the minibatch's tokens per state over its token
+// count (ppo's exact KL), or for the group-relative trainers' k3 estimate
+// the sum of 1/divisor over the item's tokens.
+func (b *bigram) minibatches(batch *eval.Batch, adv, div []float64, states []int32) []minibatch {
 	p := b.model.NumParams()
 	m := b.t.cfg.Minibatches
 	out := make([]minibatch, m)
 	counts := make([][]float64, m) // tokens per state, for the KL/entropy shares
 	n := make([]float64, m)
+	k3 := b.t.cfg.Trainer.Grouped() && b.share.node != nil
 	for j := range out {
 		out[j] = minibatch{pos: make([]float64, p), neg: make([]float64, p)}
 		counts[j] = make([]float64, b.g.NumStates())
+		if k3 {
+			out[j].share = make([]float64, p)
+		}
 	}
 	for i := range batch.Targets {
-		n[i%m] += float64(batch.Len(i))
+		n[minibatchOf(i, m)] += float64(batch.Len(i))
 	}
 	for i := range batch.Targets {
-		j := i % m
+		j := minibatchOf(i, m)
 		for tok := batch.Starts[i]; tok < batch.Starts[i+1]; tok++ {
 			k := b.paramOf[batch.Entries[tok]]
 			if k < 0 {
 				continue
 			}
-			if a := adv[tok] / n[j]; a > 0 {
+			if a := adv[tok] / div[tok]; a > 0 {
 				out[j].pos[k] += a
 			} else {
 				out[j].neg[k] += a
 			}
 			counts[j][states[tok]]++
+			if k3 {
+				out[j].share[k] += 1 / div[tok]
+			}
 		}
 	}
-	if b.share.node != nil {
+	if b.share.node != nil && !k3 {
 		for j := range out {
 			out[j].share = make([]float64, p)
 			for k, e := range b.model.TrainableEntries() {

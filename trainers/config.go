@@ -27,6 +27,10 @@ type Config struct {
 	// once every state puts less than Until on invalid transitions; 0 runs
 	// all Steps.
 	Until float64 `json:"until"`
+	// MaxTokens (sampled trainers) stops the run once it has sampled at
+	// least this many tokens: a budget shared by trainers that sample
+	// differently (0: none).
+	MaxTokens int `json:"max_tokens,omitempty"`
 	// Seed seeds every random choice of the run (sampled traces, the
 	// supervised backward states, rollouts, initial weights).
 	Seed uint64 `json:"seed"`
@@ -58,20 +62,37 @@ type Config struct {
 	Clip          float64 `json:"clip"`
 	KLCoef        float64 `json:"kl_coef"`
 	EntropyCoef   float64 `json:"entropy_coef"`
+	// GroupSize (grpo, rloo, dr-grpo) is the number of rollouts per group:
+	// a group shares one target, drawn per group, and Rollouts is a
+	// multiple of it. LossAgg is how a minibatch's per-token losses are
+	// aggregated: "token" (summed over its tokens and divided by their
+	// number, DAPO's and TRL's "dapo"/"bnpo"), "sequence" (each rollout's
+	// mean over its tokens, averaged over rollouts: TRL's "grpo", the
+	// original GRPO paper's) or "constant" (summed and divided by the
+	// number of rollouts times the step's horizon, a normaliser that does
+	// not depend on the lengths: TRL's "dr_grpo"). With KLCoef > 0 the
+	// group-relative trainers add the k3 estimate of KL(pi || pi_start) on
+	// each sampled token, aggregated the same way. Both fields are unset
+	// (0, "") for the other trainers.
+	GroupSize int    `json:"group_size,omitempty"`
+	LossAgg   string `json:"loss_agg,omitempty"`
 	// Baseline is subtracted from each token's return to go: "state-target"
 	// (the batch's mean return from the token's state in rollouts with the
 	// same target), "state" (from the token's state) or "batch" (the
 	// batch's mean return); see tokenAdvantages. "fork" is "state-target"
 	// on returns bootstrapped at the fork-incoming states, where the walk
 	// renews (see forkReturns). "gae" uses instead GAE
-	// with a tabular critic V(state, target) (see critic).
+	// with a tabular critic V(state, target) (see critic). "group" is the
+	// group-relative trainers' (and only theirs): the rewards of the
+	// rollout's group (see groupAdvantages).
 	Baseline string `json:"baseline"`
 	// Lambda and CriticRate configure baseline "gae": GAE's lambda and the
 	// rate at which the critic follows each batch's mean returns.
 	Lambda     float64 `json:"lambda"`
 	CriticRate float64 `json:"critic_rate"`
 	// NormalizeAdvantages centres the batch's advantages and divides them by
-	// their standard deviation.
+	// their standard deviation (reinforce, ppo; the group-relative trainers
+	// scale within each group or not at all, by their definition).
 	NormalizeAdvantages bool `json:"normalize_advantages"`
 	// DistillTraces (distill) is the number of teacher rollouts sampled once
 	// as the training set; 0 trains on the teacher's exact distribution.
@@ -86,7 +107,10 @@ type Config struct {
 }
 
 // Baselines lists the values of Config.Baseline.
-var Baselines = []string{"gae", "fork", "state-target", "state", "batch"}
+var Baselines = []string{"gae", "fork", "state-target", "state", "batch", "group"}
+
+// LossAggs lists the values of Config.LossAgg.
+var LossAggs = []string{"token", "sequence", "constant"}
 
 // DefaultConfig is the paper's headline run, exact RLVR until within 0.1%
 // of its limit, with the trainer- and model-dependent fields unset
@@ -103,6 +127,9 @@ type Defaults struct {
 	Rollouts      int
 	Baseline      string
 	HorizonFactor float64
+	// GroupSize and LossAgg are set for the group-relative trainers only.
+	GroupSize int
+	LossAgg   string
 }
 
 // defaultsFor returns the defaults of trainer k on model m: the paper's sign
@@ -111,6 +138,14 @@ type Defaults struct {
 // (each model's file says which and why).
 func defaultsFor(k Kind, m Model) Defaults {
 	d := Defaults{Optim: nn.DefaultOptimConfig(), Rollouts: 256, Baseline: "state", HorizonFactor: 2}
+	if k.Grouped() {
+		// TRL's GRPOConfig: num_generations 8; token-level aggregation for
+		// grpo and rloo, the constant normaliser for dr-grpo.
+		d.Baseline, d.GroupSize, d.LossAgg = "group", 8, "token"
+		if k == DrGRPO {
+			d.LossAgg = "constant"
+		}
+	}
 	if spec, ok := models[m]; ok && spec.defaults != nil {
 		spec.defaults(k, &d)
 	}
@@ -143,6 +178,12 @@ func (c Config) Resolve(m Model) Config {
 	if c.HorizonFactor == 0 {
 		c.HorizonFactor = d.HorizonFactor
 	}
+	if c.GroupSize == 0 {
+		c.GroupSize = d.GroupSize
+	}
+	if c.LossAgg == "" {
+		c.LossAgg = d.LossAgg
+	}
 	return c
 }
 
@@ -163,6 +204,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.Until >= 0 && c.Until < 1) {
 		return fmt.Errorf("trainers: until %v: want a relative distance in [0, 1) (0: run all steps)", c.Until)
+	}
+	if c.MaxTokens < 0 || c.MaxTokens > 0 && !c.Trainer.Sampled() {
+		return fmt.Errorf("trainers: max_tokens %d: want >= 0, and 0 unless the trainer samples (reinforce, ppo, grpo, rloo, dr-grpo)", c.MaxTokens)
 	}
 	if c.LogEvery < 1 {
 		return fmt.Errorf("trainers: log_every %d: want >= 1", c.LogEvery)
@@ -195,13 +239,45 @@ func (c Config) Validate() error {
 		return fmt.Errorf("trainers: kl_coef %v, entropy_coef %v: want finite >= 0", c.KLCoef, c.EntropyCoef)
 	}
 	if !slices.Contains(Baselines, c.Baseline) {
-		return fmt.Errorf("trainers: baseline %q: want gae, fork, state-target, state or batch", c.Baseline)
+		return fmt.Errorf("trainers: baseline %q: want gae, fork, state-target, state, batch or group", c.Baseline)
+	}
+	if err := c.validateGroups(); err != nil {
+		return err
 	}
 	if !(c.Lambda >= 0 && c.Lambda <= 1) || !(c.CriticRate > 0 && c.CriticRate <= 1) {
 		return fmt.Errorf("trainers: lambda %v, critic_rate %v: want lambda in [0, 1], critic_rate in (0, 1]", c.Lambda, c.CriticRate)
 	}
 	if c.DistillTraces < 0 {
 		return fmt.Errorf("trainers: distill_traces %d: want >= 0 (0: the teacher's exact distribution)", c.DistillTraces)
+	}
+	return nil
+}
+
+// validateGroups checks the group-relative fields: set, and only, for the
+// group-relative trainers.
+func (c Config) validateGroups() error {
+	if !c.Trainer.Grouped() {
+		switch {
+		case c.Baseline == "group":
+			return fmt.Errorf("trainers: baseline group: only the group-relative trainers (grpo, rloo, dr-grpo) take it; %s takes gae, fork, state-target, state or batch", c.Trainer)
+		case c.GroupSize != 0:
+			return fmt.Errorf("trainers: group_size %d: only the group-relative trainers (grpo, rloo, dr-grpo) have groups", c.GroupSize)
+		case c.LossAgg != "":
+			return fmt.Errorf("trainers: loss_agg %q: only the group-relative trainers (grpo, rloo, dr-grpo) take it", c.LossAgg)
+		}
+		return nil
+	}
+	if c.Baseline != "group" {
+		return fmt.Errorf("trainers: baseline %q: the group-relative trainers' baseline is their group's rewards (group)", c.Baseline)
+	}
+	if c.GroupSize < 2 || c.Rollouts%c.GroupSize != 0 {
+		return fmt.Errorf("trainers: group_size %d: want >= 2 and dividing rollouts (%d)", c.GroupSize, c.Rollouts)
+	}
+	if !slices.Contains(LossAggs, c.LossAgg) {
+		return fmt.Errorf("trainers: loss_agg %q: want token, sequence or constant", c.LossAgg)
+	}
+	if c.EntropyCoef != 0 {
+		return fmt.Errorf("trainers: entropy_coef %v: the group-relative trainers have no entropy bonus (TRL's GRPO has none); want 0", c.EntropyCoef)
 	}
 	return nil
 }

@@ -28,8 +28,9 @@ func newCritic(nStates, w int, rate, lambda float64) *critic {
 // with the critic as it stands (unseen pairs valued by the batch's own
 // returns), then fits the critic to the batch's returns. Rewards: -beta per
 // transition, +1 on the transition that hits; a rollout cut by the horizon
-// bootstraps from V of its last state.
-func (c *critic) advantages(lens []int, hit []bool, states []int32, last []int32, targets []int, beta float64) []float64 {
+// bootstraps from V of its last state. It writes the critic's value loss
+// and explained variance on the batch, before the fit, into st.
+func (c *critic) advantages(lens []int, hit []bool, states []int32, last []int32, targets []int, beta float64, st *BatchStats) []float64 {
 	n := len(states)
 	returns := returnsToGo(lens, hit, beta)
 	// Batch means of the returns per (s, x): the fit, and the value of
@@ -53,6 +54,7 @@ func (c *critic) advantages(lens []int, hit []bool, states []int32, last []int32
 		}
 		return 0
 	}
+	st.ValueLoss, st.ExplainedVariance = c.fit(lens, states, targets, returns, value)
 	adv := make([]float64, n)
 	start := 0
 	for r, l := range lens {
@@ -86,4 +88,29 @@ func (c *critic) advantages(lens []int, hit []bool, states []int32, last []int32
 		}
 	}
 	return adv
+}
+
+// fit is the mean of (V - G)^2 over the batch's tokens, V the critic's
+// values (value) and G their returns to go, and the explained variance
+// 1 - Var(G - V)/Var(G) (0 when G does not vary).
+func (c *critic) fit(lens []int, states []int32, targets []int, returns []float64, value func(int) float64) (loss, explained float64) {
+	var sumG, sumG2, sumD, sumD2 float64
+	k := 0
+	for r, l := range lens {
+		for range l {
+			g := returns[k]
+			d := g - value((targets[r]-1)*c.n+int(states[k]))
+			sumG, sumG2, sumD, sumD2 = sumG+g, sumG2+g*g, sumD+d, sumD2+d*d
+			k++
+		}
+	}
+	if k == 0 {
+		return 0, 0
+	}
+	n := float64(k)
+	varG, varD := sumG2/n-(sumG/n)*(sumG/n), sumD2/n-(sumD/n)*(sumD/n)
+	if varG <= 0 {
+		return sumD2 / n, 0
+	}
+	return sumD2 / n, 1 - varD/varG
 }

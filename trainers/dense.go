@@ -99,10 +99,11 @@ func (d *dense) estimate(context.Context) (float64, error) { return math.NaN(), 
 
 // The dense bigram pretrains only: it is never sampled or updated from
 // rollouts (Kind.Dense).
-func (d *dense) rollouts(context.Context, int, int, uint64) (*eval.AgentBatch, error) {
+func (d *dense) rollouts(context.Context, int, int, uint64, []int) (*eval.AgentBatch, error) {
 	return nil, fmt.Errorf("trainers: pretraining samples no rollouts")
 }
-func (d *dense) update(*eval.AgentBatch, []int32, []float64) (ratioStats, error) {
+func (d *dense) entropy(*eval.AgentBatch, []int32) float64 { return math.NaN() }
+func (d *dense) update(*eval.AgentBatch, []int32, []float64, []float64) (ratioStats, error) {
 	return ratioStats{}, fmt.Errorf("trainers: pretraining takes no sampled updates")
 }
 func (d *dense) newAgent() func() (eval.Agent, error) {

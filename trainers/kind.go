@@ -27,10 +27,17 @@ const (
 	// Reinforce and PPO are sampled RLVR (the paper's PPO figure).
 	Reinforce Kind = "reinforce"
 	PPO       Kind = "ppo"
+	// GRPO, RLOO and DrGRPO are group-relative sampled RLVR (grpo.go):
+	// groups of GroupSize rollouts share a target, each rollout's reward is
+	// compared with its group's, and the update is PPO's clipped objective
+	// without a critic or per-state baseline.
+	GRPO   Kind = "grpo"
+	RLOO   Kind = "rloo"
+	DrGRPO Kind = "dr-grpo"
 )
 
 // Kinds lists every trainer, in the order of the manual.
-var Kinds = []Kind{Pretrain, SFT, RLVRExact, Distill, Reinforce, PPO}
+var Kinds = []Kind{Pretrain, SFT, RLVRExact, Distill, Reinforce, PPO, GRPO, RLOO, DrGRPO}
 
 // KindNames is Kinds as strings joined for messages: "pretrain, sft, ...".
 func KindNames(ks []Kind) string {
@@ -52,9 +59,18 @@ func (k Kind) Valid() bool {
 }
 
 // Sampled reports whether the trainer learns from rollouts of the current
-// policy (reinforce, ppo): it counts tokens and rollouts and has batch
-// statistics.
-func (k Kind) Sampled() bool { return k == Reinforce || k == PPO }
+// policy (reinforce, ppo and the group-relative trainers): it counts tokens
+// and rollouts and has batch statistics.
+func (k Kind) Sampled() bool { return k == Reinforce || k == PPO || k.Grouped() }
+
+// Grouped reports whether the trainer's advantages are relative to a group
+// of rollouts with the same target (grpo, rloo, dr-grpo).
+func (k Kind) Grouped() bool { return k == GRPO || k == RLOO || k == DrGRPO }
+
+// Clipped reports whether the trainer maximises PPO's clipped ratio
+// objective over epochs and minibatches (ppo and the group-relative
+// trainers); reinforce takes one plain policy-gradient step.
+func (k Kind) Clipped() bool { return k == PPO || k.Grouped() }
 
 // RL reports whether the trainer maximises the RLVR objective (exactly or
 // from samples); it converges to the RLVR optimum.
@@ -72,10 +88,11 @@ func (k Kind) Dense() bool { return k == Pretrain }
 // of its policy at every step (exact RLVR), hence a Markov policy.
 func (k Kind) Exact() bool { return k == RLVRExact }
 
-// Epochs is the number of passes over a sampled batch: one for REINFORCE,
-// cfg.Epochs for PPO.
+// epochs is the number of passes over a sampled batch and of minibatches
+// per pass: one each for REINFORCE, cfg.Epochs and cfg.Minibatches for the
+// clipped objective.
 func (k Kind) epochs(cfg Config) (epochs, minibatches int) {
-	if k == PPO {
+	if k.Clipped() {
 		return cfg.Epochs, cfg.Minibatches
 	}
 	return 1, 1

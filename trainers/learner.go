@@ -110,11 +110,17 @@ type learner interface {
 	// rollouts samples n rollouts of the current policy with the
 	// log-probability of each transition; a canceled ctx stops it with
 	// ctx's error and changes nothing.
-	rollouts(ctx context.Context, n, horizon int, seed uint64) (*eval.AgentBatch, error)
+	// Rollout i goes toward targets[i] (nil: a uniform target each).
+	rollouts(ctx context.Context, n, horizon int, seed uint64, targets []int) (*eval.AgentBatch, error)
 	// update takes a sampled trainer's optimiser steps (REINFORCE's one,
-	// PPO's epochs over minibatches) on a batch with per-token advantages
-	// and returns PPO's ratio statistics after them.
-	update(b *eval.AgentBatch, states []int32, adv []float64) (ratioStats, error)
+	// the clipped objective's epochs over minibatches) on a batch with
+	// per-token advantages adv, token t's term of the loss divided by
+	// div[t] (lossDivisors), and returns the ratio statistics after them.
+	update(b *eval.AgentBatch, states []int32, adv, div []float64) (ratioStats, error)
+	// entropy is the policy's entropy (nats) at the batch's tokens in
+	// trained rows, averaged over them (BatchStats.Entropy), for the
+	// policy that sampled the batch.
+	entropy(b *eval.AgentBatch, states []int32) float64
 	// vocab is the model's token vocabulary (which ids are its rows).
 	vocab() *tokenizer.Vocab
 	// newAgent makes agents sampling the current policy, one per worker.

@@ -51,12 +51,18 @@ type Row struct {
 	// latest batch.
 	Tokens, Rollouts, TrainedTokens int
 	Batch                           BatchStats
+	// LR is the learning rate of the next step (Config.LRDecay), and
+	// StepSeconds the wall time of the last step this process took (NaN
+	// at the first row and at the first row after a resume).
+	LR          float64
+	StepSeconds float64
 }
 
 // measure computes the metrics of the current policy.
 func (t *Trainer) measure(ctx context.Context) (Row, error) {
 	nan := math.NaN()
-	row := Row{Step: t.done, HittingTime: nan, Objective: nan, InvalidMass: nan, BoundRatio: nan, MaxBoundRatio: nan, A: nan, B: nan, C: nan, D: nan}
+	row := Row{Step: t.done, HittingTime: nan, Objective: nan, InvalidMass: nan, BoundRatio: nan, MaxBoundRatio: nan, A: nan, B: nan, C: nan, D: nan,
+		LR: t.lr(), StepSeconds: t.stepSeconds}
 	if err := t.l.measure(ctx, &row); err != nil {
 		return row, err
 	}

@@ -49,13 +49,18 @@ func ppoObjective(logp, oldLogp, advPos, advNeg *G.Node, eps float64) (obj *G.No
 
 // addRegularizers adds PPO's optional terms to cost over the items' log
 // probabilities logp: KLCoef times the visit-weighted KL to the reference
-// refLogp and EntropyCoef times minus the entropy, both weighted by share.
+// refLogp (for the group-relative trainers its k3 estimate on the sampled
+// tokens) and EntropyCoef times minus the entropy, both weighted by share.
 func addRegularizers(cost, logp, refLogp, share *G.Node, cfg Config) (*G.Node, error) {
+	kl := klPenalty
+	if cfg.Trainer.Grouped() {
+		kl = k3Penalty
+	}
 	for _, term := range []struct {
 		coef  float64
 		build func() (*G.Node, error)
 	}{
-		{cfg.KLCoef, func() (*G.Node, error) { return klPenalty(logp, refLogp, share) }},
+		{cfg.KLCoef, func() (*G.Node, error) { return kl(logp, refLogp, share) }},
 		{cfg.EntropyCoef, func() (*G.Node, error) { return negEntropy(logp, share) }},
 	} {
 		if term.coef == 0 {
@@ -88,6 +93,30 @@ func klPenalty(logp, refLogp, w *G.Node) (*G.Node, error) {
 	}
 	x, err := G.HadamardProd(pi, d) // (P)
 	if err != nil {
+		return nil, err
+	}
+	return G.Mul(w, x) // (P) . (P) -> ()
+}
+
+// k3Penalty is sum_i w_i (exp(q_i - p_i) - (q_i - p_i) - 1), with p the
+// items' log-probabilities and q the reference's: the k3 estimator of
+// KL(pi || ref) (Schulman 2020, "Approximating KL divergence"; TRL's
+// per_token_kl) on sampled tokens, w_i summing its tokens' weights. It is
+// >= 0, and unbiased for the KL when the tokens are drawn from pi.
+func k3Penalty(logp, refLogp, w *G.Node) (*G.Node, error) {
+	d, err := G.Sub(refLogp, logp) // (P) q - p
+	if err != nil {
+		return nil, err
+	}
+	e, err := G.Exp(d) // (P)
+	if err != nil {
+		return nil, err
+	}
+	x, err := G.Sub(e, d) // (P)
+	if err != nil {
+		return nil, err
+	}
+	if x, err = G.Sub(x, G.NewConstant(1.0)); err != nil { // (P) - () -> (P)
 		return nil, err
 	}
 	return G.Mul(w, x) // (P) . (P) -> ()

@@ -205,13 +205,21 @@ func BenchmarkPPOStep(b *testing.B) {
 // bootstraps from V(2, t2) = -0.2. The TD residuals telescope: each
 // advantage is the return to go (plus the bootstrap) minus V(s_t, x):
 // 0, 0 | -0.2, -0.2, -0.2 | 0, 0. The critic then holds the batch means.
+// Valued by the batch's own means, every (state, target) of this batch is
+// seen with one return only: value loss 0, explained variance 1. The
+// second batch's one token returns 0.9 where V = 0.8: loss 0.01, and its
+// returns do not vary (explained variance 0).
 func TestGAEKnownAnswer(t *testing.T) {
 	lens, hit := []int{2, 3, 2}, []bool{true, false, true}
 	states := []int32{0, 1, 0, 2, 1, 0, 2}
 	last := []int32{3, 2, 3}
 	targets := []int{1, 2, 1}
 	c := newCritic(4, 2, 0.5, 1)
-	got := c.advantages(lens, hit, states, last, targets, 0.1)
+	var st BatchStats
+	got := c.advantages(lens, hit, states, last, targets, 0.1, &st)
+	if st.ValueLoss > 1e-24 || math.Abs(st.ExplainedVariance-1) > 1e-12 {
+		t.Errorf("value loss %v, explained variance %v; want 0, 1", st.ValueLoss, st.ExplainedVariance)
+	}
 	want := []float64{0, 0, -0.2, -0.2, -0.2, 0, 0}
 	for i := range got {
 		if math.Abs(got[i]-want[i]) > 1e-12 {
@@ -222,9 +230,12 @@ func TestGAEKnownAnswer(t *testing.T) {
 		t.Errorf("critic V(0, t1) = %v, want 0.8", v)
 	}
 	// A second batch moves the critic halfway (rate 0.5) toward its means.
-	c.advantages([]int{1}, []bool{true}, []int32{0}, []int32{3}, []int{1}, 0.1)
+	c.advantages([]int{1}, []bool{true}, []int32{0}, []int32{3}, []int{1}, 0.1, &st)
 	if v := c.v[0]; math.Abs(v-0.85) > 1e-12 { // return 0.9: 0.8 + 0.5 (0.9 - 0.8)
 		t.Errorf("critic V(0, t1) after a second batch = %v, want 0.85", v)
+	}
+	if math.Abs(st.ValueLoss-0.01) > 1e-12 || st.ExplainedVariance != 0 {
+		t.Errorf("second batch: value loss %v, explained variance %v; want 0.01, 0", st.ValueLoss, st.ExplainedVariance)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -54,17 +55,44 @@ type BatchStats struct {
 	MeanLength  float64 `json:"mean_length"`
 	ApproxKL    float64 `json:"approx_kl"` // mean over tokens of (r - 1) - log r after the updates
 	ClipFrac    float64 `json:"clip_frac"` // share of tokens whose ratio left [1-clip, 1+clip]
+	// FlatGroups (group-relative trainers) is the share of groups whose
+	// rewards are all equal: their advantages are 0.
+	FlatGroups float64 `json:"flat_groups"`
+	// Entropy is the policy's entropy (nats) at the batch's tokens in
+	// trained rows, averaged over them: the mean over visited states.
+	Entropy float64 `json:"entropy"`
+	// The rollouts' rewards 1{hit} - beta |y| (std over the batch, not
+	// Bessel-corrected), their lengths, and the share cut by the horizon.
+	RewardMean float64 `json:"reward_mean"`
+	RewardStd  float64 `json:"reward_std"`
+	RewardMin  float64 `json:"reward_min"`
+	RewardMax  float64 `json:"reward_max"`
+	LengthMin  int     `json:"length_min"`
+	LengthMax  int     `json:"length_max"`
+	Truncated  float64 `json:"truncated"`
+	// GradNorm is the L2 norm of the gradient of the step's last optimiser
+	// update (the transformer's: its windows' and its table's together).
+	GradNorm float64 `json:"grad_norm"`
+	// ValueLoss and ExplainedVariance (baseline gae) compare the critic
+	// before its fit with the batch's returns to go: the mean of
+	// (V - G)^2 and 1 - Var(G - V)/Var(G) (0 when the returns do not vary).
+	ValueLoss         float64 `json:"value_loss"`
+	ExplainedVariance float64 `json:"explained_variance"`
+	// Sampled and Trained are the batch's tokens and the tokens its
+	// update trained (Row.Tokens and Row.TrainedTokens are the run's).
+	Sampled int `json:"sampled"`
+	Trained int `json:"trained"`
 }
 
 // sampledStep is one iteration of sampled RLVR: a batch of rollouts of the
 // current policy and its advantages (sampledBatch), then the learner's
-// REINFORCE update or PPO's epochs.
+// REINFORCE update or the clipped objective's epochs.
 func (t *Trainer) sampledStep(ctx context.Context) error {
-	b, states, adv, err := t.sampledBatch(ctx)
+	b, states, adv, div, err := t.sampledBatch(ctx)
 	if err != nil {
 		return err
 	}
-	rs, err := t.l.update(b, states, adv)
+	rs, err := t.l.update(b, states, adv, div)
 	if err != nil {
 		return err
 	}
@@ -76,30 +104,43 @@ func (t *Trainer) sampledStep(ctx context.Context) error {
 // sampledBatch samples a batch of rollouts of the current policy with
 // horizon HorizonFactor x its current hitting time (exact, or the latest
 // Monte Carlo estimate), records it, and returns it with each token's
-// state and its advantage from the configured baseline.
-func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, []float64, error) {
+// state, its advantage from the configured baseline (or the
+// group-relative advantages, grpo.go) and its loss divisor.
+func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, []float64, []float64, error) {
 	s, cfg := t.smp, t.cfg
 	est, err := t.l.estimate(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	horizon := int(math.Ceil(cfg.HorizonFactor * est))
-	b, err := t.l.rollouts(ctx, cfg.Rollouts, horizon, t.stepSeed())
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("trainers: step %d: %w", t.done, err)
+	var targets []int // nil: a uniform target per rollout
+	if cfg.Trainer.Grouped() {
+		targets = groupTargets(cfg.Rollouts, cfg.GroupSize, t.g.W(), t.stepSeed())
 	}
-	lens := s.record(&b.Batch, horizon)
+	b, err := t.l.rollouts(ctx, cfg.Rollouts, horizon, t.stepSeed(), targets)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("trainers: step %d: %w", t.done, err)
+	}
+	lens := s.record(&b.Batch, horizon, cfg.Beta)
 	states, last := b.States(t.g)
+	_, m := cfg.Trainer.epochs(cfg)
+	div := lossDivisors(cfg.LossAgg, lens, m, horizon)
 	var adv []float64
-	if s.critic != nil {
-		adv = s.critic.advantages(lens, b.Hit, states, last, b.Targets, cfg.Beta)
+	switch {
+	case cfg.Trainer.Grouped():
+		a, flat := groupAdvantages(cfg.Trainer, sequenceRewards(lens, b.Hit, cfg.Beta), cfg.GroupSize)
+		adv = perToken(a, lens)
+		s.batch.FlatGroups = float64(flat) / float64(len(lens)/cfg.GroupSize)
+	case s.critic != nil:
+		adv = s.critic.advantages(lens, b.Hit, states, last, b.Targets, cfg.Beta, &s.batch)
 		if cfg.NormalizeAdvantages {
 			normalize(adv)
 		}
-	} else {
+	default:
 		adv = tokenAdvantages(lens, b.Hit, states, t.g.NumStates(), b.Targets, t.g.W(), cfg.Beta, cfg.Baseline, s.fork, cfg.NormalizeAdvantages)
 	}
-	return b, states, adv, nil
+	s.batch.Entropy = t.l.entropy(b, states)
+	return b, states, adv, div, nil
 }
 
 // forkStates marks the fork-incoming states (baseline "fork": the walk
@@ -112,9 +153,9 @@ func forkStates(g *tasks.Graph) []bool {
 	return fork
 }
 
-// record adds a batch to the run's totals, keeps its statistics and
-// returns each rollout's length.
-func (s *sampled) record(b *eval.Batch, horizon int) []int {
+// record adds a batch to the run's totals, keeps its statistics (rewards
+// with length penalty beta) and returns each rollout's length.
+func (s *sampled) record(b *eval.Batch, horizon int, beta float64) []int {
 	n := len(b.Targets)
 	lens := make([]int, n)
 	hits := 0
@@ -126,7 +167,18 @@ func (s *sampled) record(b *eval.Batch, horizon int) []int {
 	}
 	s.tokens += b.Tokens()
 	s.rollouts += n
-	s.batch = BatchStats{Horizon: horizon, SuccessRate: float64(hits) / float64(n), MeanLength: float64(b.Tokens()) / float64(n)}
+	s.batch = BatchStats{Horizon: horizon, SuccessRate: float64(hits) / float64(n), MeanLength: float64(b.Tokens()) / float64(n),
+		Truncated: float64(n-hits) / float64(n), Sampled: b.Tokens(), LengthMin: slices.Min(lens), LengthMax: slices.Max(lens)}
+	r := sequenceRewards(lens, b.Hit, beta)
+	st := &s.batch
+	st.RewardMin, st.RewardMax = slices.Min(r), slices.Max(r)
+	for _, x := range r {
+		st.RewardMean += x / float64(n)
+	}
+	for _, x := range r {
+		st.RewardStd += (x - st.RewardMean) * (x - st.RewardMean) / float64(n)
+	}
+	st.RewardStd = math.Sqrt(st.RewardStd)
 	return lens
 }
 
@@ -139,6 +191,8 @@ type ratioStats struct {
 	// through the whole model, summed over epochs (a transformer trains a
 	// subsample of windows; its table pass is not counted).
 	trained int
+	// gradNorm is the L2 norm of the last update's gradient.
+	gradNorm float64
 }
 
 func (rs *ratioStats) add(r, clip float64) {
@@ -149,9 +203,10 @@ func (rs *ratioStats) add(r, clip float64) {
 	rs.n++
 }
 
-// record writes the means into the batch statistics (nothing without
-// tokens).
+// record writes the means into the batch statistics (the ratio's nothing
+// without tokens), with the trained tokens and the gradient's norm.
 func (rs ratioStats) record(b *BatchStats) {
+	b.Trained, b.GradNorm = rs.trained, rs.gradNorm
 	if rs.n > 0 {
 		b.ApproxKL, b.ClipFrac = rs.kl/rs.n, rs.clipped/rs.n
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"time"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/tasks"
@@ -34,6 +35,9 @@ type Trainer struct {
 	// Config.TrainSource, the source row.
 	trained []bool
 	stop    Stop // why Run returned
+	// stepSeconds is the wall time of the last step this process took
+	// (NaN before any).
+	stepSeconds float64
 
 	// Supervised lists the backward states whose backward move SFT
 	// supervises (Appendix F).
@@ -59,7 +63,7 @@ func New(cfg Config, g *tasks.Graph, s Setup) (*Trainer, error) {
 	if s.Init != nil && len(s.Init) != len(g.Next) {
 		return nil, fmt.Errorf("trainers: initial logits: %d values for %d valid transitions", len(s.Init), len(g.Next))
 	}
-	t := &Trainer{cfg: cfg, model: s.Model, g: g, an: eval.NewAnalyzer(g), pred: eval.Predict(g, cfg.TrainSource)}
+	t := &Trainer{cfg: cfg, model: s.Model, g: g, an: eval.NewAnalyzer(g), pred: eval.Predict(g, cfg.TrainSource), stepSeconds: math.NaN()}
 	t.trained = trainedRows(g, cfg.TrainSource)
 	t.pcg = rand.NewPCG(cfg.Seed, 0x6a09e667f3bcc909)
 	t.rng = rand.New(t.pcg)
@@ -134,6 +138,7 @@ type Stop string
 // The reasons Run returns for.
 const (
 	StopSteps       Stop = "steps"       // the step cap
+	StopTokens      Stop = "tokens"      // the sampled-token cap (Config.MaxTokens)
 	StopUntil       Stop = "until"       // within Config.Until of the limit
 	StopOptimum     Stop = "optimum"     // no progress, at the exact optimum (within optimumTol)
 	StopStationary  Stop = "stationary"  // no progress, at a stationary point above the optimum
@@ -201,7 +206,7 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 			best, bestStep = l, t.done
 		}
 		stalled := t.cfg.Trainer.Stalls() && t.cfg.Patience > 0 && t.done-bestStep >= t.cfg.Patience
-		last := t.done >= t.cfg.Steps || t.converged(row) || stalled
+		last := t.done >= t.cfg.Steps || t.converged(row) || stalled || t.spent()
 		logged := t.done%t.cfg.LogEvery == 0 || last
 		if logged {
 			t.l.abcd(&row)
@@ -221,9 +226,13 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 				ErrStalled, t.cfg.Patience, best, bestStep, row.HittingTime, t.cfg.Optim.Name, t.cfg.Optim.LR)
 		}
 		if last {
-			t.stop = StopSteps
-			if t.converged(row) {
+			switch {
+			case t.converged(row):
 				t.stop = StopUntil
+			case t.spent() && t.done < t.cfg.Steps:
+				t.stop = StopTokens
+			default:
+				t.stop = StopSteps
 			}
 			return row, nil
 		}
@@ -274,7 +283,7 @@ type certifier interface {
 // Done reports whether the run has nothing left to do: the step cap is
 // reached or the current policy meets the stop rule.
 func (t *Trainer) Done(ctx context.Context) (bool, error) {
-	if t.done >= t.cfg.Steps {
+	if t.done >= t.cfg.Steps || t.spent() {
 		return true, nil
 	}
 	row, err := t.measure(ctx)
@@ -282,6 +291,12 @@ func (t *Trainer) Done(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	return t.converged(row), nil
+}
+
+// spent reports whether a sampled trainer has used its token budget
+// (Config.MaxTokens).
+func (t *Trainer) spent() bool {
+	return t.smp != nil && t.cfg.MaxTokens > 0 && t.smp.tokens >= t.cfg.MaxTokens
 }
 
 // Converged reports whether a row meets the run's stop rule (Config.Until).
@@ -316,8 +331,9 @@ func (t *Trainer) converged(r Row) bool {
 // measurements it needs, before any update, and changes nothing; the
 // updates themselves always complete, so the trainer stays consistent.
 func (t *Trainer) Step(ctx context.Context) error {
-	if t.cfg.LRDecay == "linear" { // a function of the step alone: resumes exactly
-		t.l.solver().SetLR(t.cfg.Optim.LR * (1 - float64(t.done)/float64(t.cfg.Steps)))
+	start := time.Now()
+	if t.cfg.LRDecay == "linear" {
+		t.l.solver().SetLR(t.lr())
 	}
 	var err error
 	switch k := t.cfg.Trainer; {
@@ -332,7 +348,17 @@ func (t *Trainer) Step(ctx context.Context) error {
 		return err
 	}
 	t.done++
+	t.stepSeconds = time.Since(start).Seconds()
 	return nil
+}
+
+// lr is the learning rate of the next step: the optimiser's, or under
+// "linear" decay a function of the step alone (so a run resumes exactly).
+func (t *Trainer) lr() float64 {
+	if t.cfg.LRDecay == "linear" {
+		return t.cfg.Optim.LR * (1 - float64(t.done)/float64(t.cfg.Steps))
+	}
+	return t.cfg.Optim.LR
 }
 
 // stepSeed seeds the current step's sampling: rollout i of step k draws

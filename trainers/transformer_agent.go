@@ -49,11 +49,15 @@ func (a *agent) Next(s int, rng *rand.Rand) (int, float64, error) {
 
 // rollouts samples the transformer into the learner's buffers: the batch
 // is valid until the next call.
-func (l *transformer) rollouts(ctx context.Context, n, horizon int, seed uint64) (*eval.AgentBatch, error) {
+func (l *transformer) rollouts(ctx context.Context, n, horizon int, seed uint64, targets []int) (*eval.AgentBatch, error) {
+	agents := l.newAgent()
 	if l.table != nil {
-		return l.buf.AgentRollouts(ctx, l.t.g, l.newRowAgent(), n, horizon, seed)
+		agents = l.newRowAgent()
 	}
-	return l.buf.AgentRollouts(ctx, l.t.g, l.newAgent(), n, horizon, seed)
+	if targets != nil {
+		return l.buf.AgentRolloutsTo(ctx, l.t.g, agents, targets, horizon, seed)
+	}
+	return l.buf.AgentRollouts(ctx, l.t.g, agents, n, horizon, seed)
 }
 
 // rowAgent is an agent that also reports the row of log-probabilities it

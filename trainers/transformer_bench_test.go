@@ -79,11 +79,11 @@ func BenchmarkTransformerUpdate(b *testing.B) {
 			opts := DefaultTransformerOptions()
 			opts.TableLR = 1e-12
 			tr := newTrainer(b, cfg, opts, g, nil)
-			ab, states, adv, err := tr.sampledBatch(context.Background())
+			ab, states, adv, div, err := tr.sampledBatch(context.Background())
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := tr.l.update(ab, states, adv); err != nil { // warm up: the buffers grow once
+			if _, err := tr.l.update(ab, states, adv, div); err != nil { // warm up: the buffers grow once
 				b.Fatal(err)
 			}
 			epochs, _ := cfg.Trainer.epochs(cfg)
@@ -98,7 +98,7 @@ func BenchmarkTransformerUpdate(b *testing.B) {
 			pass := l.passTime
 			cpu := cpuSeconds()
 			for b.Loop() {
-				rs, err := tr.l.update(ab, states, adv)
+				rs, err := tr.l.update(ab, states, adv, div)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -41,7 +41,6 @@ func (l *transformer) pass(seqs []tokenSeq, first []int, wins []window, fill fun
 				clear(v.data())
 			}
 		}
-		_, _, slots := l.fw.Shape()
 		for r, w := range part {
 			for p := w.train; p < w.to; p++ {
 				if t.trained[seqs[w.seq].tokens[p]] {
@@ -56,8 +55,9 @@ func (l *transformer) pass(seqs []tokenSeq, first []int, wins []window, fill fun
 					scaleRange(v.data()[r*l.rowT:(r+1)*l.rowT], w.weight)
 				}
 			}
-			if l.share.node != nil { // per slot
-				scaleRange(l.share.data()[r*l.rowT*slots:(r+1)*l.rowT*slots], w.weight)
+			if l.share.node != nil { // per slot, or per position (k3)
+				per := len(l.share.data()) / (b * l.rowT)
+				scaleRange(l.share.data()[r*l.rowT*per:(r+1)*l.rowT*per], w.weight)
 			}
 		}
 		for _, v := range consts {
@@ -103,9 +103,9 @@ func (l *transformer) budget(wins []window, m, epoch, mb int) []window {
 	return subsample(wins, l.opts.TrainTokens/m, rng)
 }
 
-// update is the REINFORCE update or PPO's epochs over minibatches of
-// windows (each subsampled to the budget).
-func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64) (ratioStats, error) {
+// update is the REINFORCE update or the clipped objective's epochs over
+// minibatches of windows (each subsampled to the budget).
+func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv, div []float64) (ratioStats, error) {
 	cfg := l.t.cfg
 	seqs, err := l.sequences(&ab.Batch)
 	if err != nil {
@@ -114,7 +114,7 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64)
 	epochs, m := cfg.Trainer.epochs(cfg)
 	mini := make([][]int, m) // rollouts of each minibatch
 	for i := range seqs {
-		mini[i%m] = append(mini[i%m], i)
+		mini[minibatchOf(i, m)] = append(mini[minibatchOf(i, m)], i)
 	}
 	trained := 0 // positions of the windows trained, over the epochs
 	var (
@@ -132,14 +132,12 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64)
 	}
 	for epoch := range epochs {
 		for mb, rs := range mini {
-			n := 0.0
 			var lensOf []int
 			for _, i := range rs {
-				n += float64(ab.Len(i))
 				lensOf = append(lensOf, len(seqs[i].tokens))
 			}
 			if l.table != nil {
-				if err := l.tableStep(l.table, ab, states, rowStart, b0, tables[mb], adv, n); err != nil {
+				if err := l.tableStep(l.table, ab, states, rowStart, b0, tables[mb], adv, div); err != nil {
 					return ratioStats{}, err
 				}
 			}
@@ -152,21 +150,26 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64)
 				trained += w.to - w.train
 			}
 			var fill func(pos, item int)
-			if cfg.Trainer == Reinforce {
-				fill = func(pos, item int) { l.w.data()[pos] = -adv[item] / n }
+			if !cfg.Trainer.Clipped() {
+				fill = func(pos, item int) { l.w.data()[pos] = -adv[item] / div[item] }
 			} else {
 				fill = func(pos, item int) {
 					l.oldLog.data()[pos] = ab.LogProbs[item]
-					if a := adv[item] / n; a > 0 {
+					if a := adv[item] / div[item]; a > 0 {
 						l.advPos.data()[pos] = a
 					} else {
 						l.advNeg.data()[pos] = a
 					}
-					if l.share.node != nil {
+					switch {
+					case l.share.node == nil:
+					case cfg.Trainer.Grouped(): // k3 on the sampled token
+						l.share.data()[pos] = 1 / div[item]
+						l.refLog.data()[pos] = math.Log(l.ref[ab.Entries[item]])
+					default:
 						_, _, r := l.fw.Shape()
 						for k, e := range l.fw.SlotEntries()[pos*r : (pos+1)*r] {
 							if e >= 0 {
-								l.share.data()[pos*r+k] = 1 / n
+								l.share.data()[pos*r+k] = 1 / div[item]
 								l.refLog.data()[pos*r+k] = math.Log(l.ref[e])
 							}
 						}
@@ -178,12 +181,46 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64)
 			}
 		}
 	}
-	if cfg.Trainer != PPO {
-		return ratioStats{trained: trained}, nil
+	norm := l.step.GradNorm()
+	if l.table != nil {
+		norm = math.Hypot(norm, l.table.step.GradNorm())
+	}
+	if !cfg.Trainer.Clipped() {
+		return ratioStats{trained: trained, gradNorm: norm}, nil
 	}
 	rs, err := l.ratios(seqs, ab)
-	rs.trained = trained
+	rs.trained, rs.gradNorm = trained, norm
 	return rs, err
+}
+
+// entropy averages, over the batch's tokens in trained rows, the entropy
+// of the row each was drawn from when the agents reported their rows (the
+// table initialisation), and otherwise -log pi of the token drawn, whose
+// mean is the same quantity estimated from the samples.
+func (l *transformer) entropy(ab *eval.AgentBatch, states []int32) float64 {
+	g, trained := l.t.g, l.t.trained
+	var rowStart []int
+	if ab.Rows != nil {
+		rowStart = rowStarts(g, trained, ab, states)
+	}
+	sum, n := 0.0, 0
+	for i := range ab.Targets {
+		for tok := ab.Starts[i]; tok < ab.Starts[i+1]; tok++ {
+			s := states[tok]
+			if !trained[s] {
+				continue
+			}
+			n++
+			if rowStart == nil {
+				sum -= ab.LogProbs[tok]
+				continue
+			}
+			for _, lp := range ab.Rows[i][rowStart[tok]:][:g.Offsets[s+1]-g.Offsets[s]] {
+				sum -= math.Exp(lp) * lp
+			}
+		}
+	}
+	return sum / float64(max(n, 1))
 }
 
 // ratios are PPO's approximate KL and clip fraction after the updates,

@@ -106,12 +106,12 @@ func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []in
 }
 
 // tableStep takes one step of the table pass on a minibatch's tokens: the
-// weighted log-likelihood sum_t w_t log pi(token t), w_t = -A_t scale / n,
+// weighted log-likelihood sum_t w_t log pi(token t), w_t = -A_t scale / div_t,
 // at B's current values with each token's correction (its sampled row
 // minus B at sampling, b0; rowStart[t] is where token t's row starts in
 // its rollout's ab.Rows) held constant, summed over fills of the table's graph and
 // applied by the table's solver.
-func (l *transformer) tableStep(tb *table, ab *eval.AgentBatch, states []int32, rowStart []int, b0 []float64, in tableTokens, adv []float64, n float64) error {
+func (l *transformer) tableStep(tb *table, ab *eval.AgentBatch, states []int32, rowStart []int, b0 []float64, in tableTokens, adv, div []float64) error {
 	if len(in.tokens) == 0 {
 		return nil
 	}
@@ -136,7 +136,7 @@ func (l *transformer) tableStep(tb *table, ab *eval.AgentBatch, states []int32, 
 				for e := lo; e < hi; e++ {
 					tb.entries[at+e], tb.offsets[at+e] = e, row[e-lo]-b0[e]
 				}
-				tb.taken[j], tb.w[j] = int(ab.Entries[k])-lo, -adv[k]*in.scale/n
+				tb.taken[j], tb.w[j] = int(ab.Entries[k])-lo, -adv[k]*in.scale/div[k]
 			}
 		})
 		if err := tb.loss.Fill(tb.entries, tb.rows, tb.taken, tb.offsets, tb.w); err != nil {

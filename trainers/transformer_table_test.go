@@ -42,7 +42,7 @@ func newTableFixture(t *testing.T, tableTokens int) *tableFixture {
 	if err := tf.tr.SetParamValues(vals); err != nil {
 		t.Fatal(err)
 	}
-	ab, err := tf.rollouts(context.Background(), 16, 60, 9)
+	ab, err := tf.rollouts(context.Background(), 16, 60, 9, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,11 @@ func (f *tableFixture) step(t *testing.T) []float64 {
 		rs[i] = i
 	}
 	in := f.tf.tableTokensOf(f.ab, f.states, rs, 0, 1)
-	if err := f.tf.tableStep(f.tf.table, f.ab, f.states, f.rowStart, f.b0, in, f.adv, float64(f.ab.Tokens())); err != nil {
+	div := make([]float64, f.ab.Tokens())
+	for i := range div {
+		div[i] = float64(f.ab.Tokens())
+	}
+	if err := f.tf.tableStep(f.tf.table, f.ab, f.states, f.rowStart, f.b0, in, f.adv, div); err != nil {
 		t.Fatal(err)
 	}
 	ls := f.tf.tr.Learnables()

@@ -32,7 +32,10 @@
 //	                       fig7-transformer (alias transformer), fig8-hetero; by
 //	                       name only: compare-learners (the sweep
 //	                       docs/sweeps/compare-learners.json; -quick: its small
-//	                       graphs)
+//	                       graphs), rlvr-algorithms (exact RLVR, reinforce, ppo
+//	                       with the state and fork baselines, grpo, rloo, dr-grpo
+//	                       on the bigram, one sampled-token budget: W=K=5, L=3
+//	                       and W=K=15, L=5; -quick: W=K=3, L=2 for the latter)
 //	train sweep SPEC.json [flags]
 //	                       many runs from one spec: a base config and a grid and/or
 //	                       lists of values by JSON path; done runs are skipped,
@@ -51,11 +54,11 @@
 // train run flags:
 //
 //	-config FILE           JSON with the fields of config.json; flags override it
-//	-trainer NAME          pretrain | sft | rlvr-exact | distill | reinforce | ppo
-//	                       (default rlvr-exact)
+//	-trainer NAME          pretrain | sft | rlvr-exact | distill | reinforce | ppo |
+//	                       grpo | rloo | dr-grpo (default rlvr-exact)
 //	-model NAME            bigram (default) | transformer: a one-layer transformer
 //	                       initialised to the starting bigram (sft, distill,
-//	                       reinforce, ppo; its hitting times are Monte Carlo, with
+//	                       reinforce, ppo, grpo, rloo, dr-grpo; its hitting times are Monte Carlo, with
 //	                       a 95% interval in metrics.csv and summary.json)
 //	-init DIR              start from the bigram checkpointed in a run folder (e.g.
 //	                       an sft run) instead of the pretrained world model
@@ -72,6 +75,8 @@
 //	                       uniform like the fork-incoming rows the paper fixes); the
 //	                       RLVR optimum is then lower (it enters one branch first)
 //	-seed N                seed of every random choice (default 1)
+//	-max-tokens N          sampled trainers: stop once N tokens have been sampled,
+//	                       stop_reason tokens (default 0: no budget)
 //	-patience N            rlvr-exact: stop when the hitting time has not improved for N steps
 //	                       (default 1000; 0: never). At the exact optimum of the
 //	                       setting that is success (stop_reason optimum), at another
@@ -84,6 +89,9 @@
 //	-distill-traces N      distill: N sampled teacher traces (0: exact teacher)
 //	-teacher SPEC          distill: rlvr-limit or a run folder with a checkpoint
 //	-checkpoint-every N    checkpoint every N steps (default 100; 0: at the end)
+//	-tensorboard           also write each metrics row to TensorBoard event files
+//	                       (events.out.tfevents.*) in the run folder: a scalar per
+//	                       non-empty column at the row's step
 //	-out DIR               run folder (default runs/<trainer>-<graph>-seed<seed>); a
 //	                       folder holding another run is refused
 //	-force                 replace a run folder that holds another run
@@ -93,8 +101,8 @@
 //	-max-bytes N           memory budget (default 3/4 of the machine): larger graphs
 //	                       are refused before anything is allocated
 //
-// sampled RLVR flags (reinforce, ppo; each step samples a batch of rollouts of the
-// current policy and updates from it):
+// sampled RLVR flags (reinforce, ppo, grpo, rloo, dr-grpo; each step samples a
+// batch of rollouts of the current policy and updates from it):
 //
 //	-rollouts N            rollouts per step (default 256)
 //	-beta X                length penalty in the reward 1{hit} - beta |y| (3e-4)
@@ -105,13 +113,31 @@
 //	                       bootstrapped at the fork: an excursion's tokens see its own
 //	                       rewards plus the target's mean return from the fork), batch,
 //	                       or gae (GAE with a tabular critic of state and target;
-//	                       -lambda, -critic-rate)
-//	-normalize-advantages  divide advantages by their standard deviation (true)
+//	                       -lambda, -critic-rate); grpo, rloo, dr-grpo: group, the
+//	                       only one they take
+//	-normalize-advantages  reinforce, ppo: divide advantages by their standard
+//	                       deviation (true)
 //	-epochs N, -minibatches M, -clip E
-//	                       ppo: passes, minibatches per pass, ratio clip (2, 2, 0.2)
+//	                       ppo, grpo, rloo, dr-grpo: passes, minibatches per pass,
+//	                       ratio clip (2, 2, 0.2)
 //	-lr-decay linear       decay the learning rate linearly over -steps
 //	-kl-coef X, -entropy-coef X
-//	                       ppo: KL penalty to the starting policy, entropy bonus
+//	                       ppo: KL penalty to the starting policy, entropy bonus;
+//	                       grpo, rloo, dr-grpo: the k3 estimate of that KL on the
+//	                       sampled tokens (default 0), no entropy bonus
+//
+// group-relative flags (grpo, rloo, dr-grpo: TRL's definitions; a group is
+// -group-size rollouts toward one target, drawn per group; every token of a
+// rollout gets its sequence's advantage from the group's rewards r = 1{hit} -
+// beta |y|: grpo (r - mean)/(std + 1e-4), rloo r minus the mean of the others,
+// dr-grpo r - mean; then PPO's clipped objective):
+//
+//	-group-size G          rollouts per group (default 8; divides -rollouts)
+//	-loss-agg NAME         token (a minibatch's per-token terms summed over its
+//	                       tokens; default for grpo and rloo) | sequence (each
+//	                       rollout's mean, averaged over rollouts) | constant
+//	                       (summed, over rollouts times the horizon; dr-grpo's
+//	                       default)
 //
 // transformer flags (-model transformer):
 //
@@ -150,12 +176,14 @@
 // -config file sets them (both resolve alike; config.json records the values used):
 //
 //	bigram                 sign descent at lr 0.01, 256 rollouts, state baseline,
-//	                       horizon factor 2 (the paper's); ppo adam at lr 0.05,
-//	                       reinforce adam at lr 0.1 (tuned at W=K=5, L=3)
-//	transformer            ppo and reinforce: adam at lr 0.0003 (the logit table at
-//	                       -table-lr: 0.025 for ppo, 0.1 for reinforce), 128
-//	                       rollouts, fork baseline, horizon factor 20 (tuned at the
-//	                       paper's size); sft, distill: sign descent at lr 0.01, 256
+//	                       horizon factor 2 (the paper's); ppo, grpo, rloo and
+//	                       dr-grpo adam at lr 0.05, reinforce adam at lr 0.1
+//	                       (tuned at W=K=5, L=3)
+//	transformer            sampled trainers: adam at lr 0.0003 (the logit table at
+//	                       -table-lr: 0.025 for ppo, the bigram's rate for the
+//	                       others), 128 rollouts, fork baseline and horizon
+//	                       factor 20 (tuned at the paper's size; grpo, rloo,
+//	                       dr-grpo: group baseline, horizon factor 2); sft, distill: sign descent at lr 0.01, 256
 //	                       sequences per step
 //	An optimizer named without -lr takes the default rate when it is the default
 //	optimizer, and 0.01 otherwise.
@@ -163,8 +191,10 @@
 //	A run folder holds config.json, vocab.txt (the token names; its header says
 //	which ids are the model's rows), metrics.csv (step, hitting_time, objective,
 //	mean a, b, c, d weighted by visits, and for pretrain invalid_mass, bound_ratio;
-//	batch statistics for sampled RLVR; the Monte Carlo interval for a transformer;
-//	wall_seconds), abcd.csv (step, depth, a, b, c, d weighted by visits, then the
+//	batch statistics for sampled RLVR: rewards, lengths, entropy, gradient norm,
+//	token rates and more, see README; the Monte Carlo interval for a transformer;
+//	lr, step_seconds, wall_seconds), metrics.jsonl (the same rows as JSON
+//	objects), abcd.csv (step, depth, a, b, c, d weighted by visits, then the
 //	same per copy), checkpoint.bin, and when
 //	the run completes hitting_time.png and abcd.png (pretrain: invalid_mass.png;
 //	a transformer: attention.png, its mean attention by query position and

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rlvr-backtrack/backtrack/experiment"
 )
 
 // smallSweep is 2 seeds x 2 sizes of exact RLVR, a fraction of a second
@@ -29,8 +31,9 @@ func writeSpec(t *testing.T, spec string) string {
 	return path
 }
 
-// csvWithoutWall reads an aggregate's runs.csv without its wall_seconds
-// column, the one value a resumed or differently scheduled run may change.
+// csvWithoutWall reads an aggregate's runs.csv without its timed columns
+// (experiment.TimedColumns), the values a resumed or differently scheduled
+// run may change.
 func csvWithoutWall(t *testing.T, path string) string {
 	t.Helper()
 	f, err := os.Open(path)
@@ -42,11 +45,16 @@ func csvWithoutWall(t *testing.T, path string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := slices.Index(recs[0], "wall_seconds")
 	var b strings.Builder
 	w := csv.NewWriter(&b)
 	for _, r := range recs {
-		w.Write(slices.Delete(r, col, col+1))
+		var kept []string
+		for c, v := range r {
+			if !slices.Contains(experiment.TimedColumns(), recs[0][c]) {
+				kept = append(kept, v)
+			}
+		}
+		w.Write(kept)
 	}
 	w.Flush()
 	return b.String()
