@@ -96,7 +96,7 @@ func (r *reproducer) rlvrAlgos(dir string) (string, string, error) {
 			sr := figures.Series{Name: alg.name}
 			at := -1 // first row within 5% of the limit
 			for i := range st {
-				fmt.Fprintf(&csv, "%q,%s,%g,%s,%s,%g\n", name, alg.name, st[i], experiment.FormatExact(tok[i]), experiment.FormatExact(h[i]), wall[i])
+				fmt.Fprintf(&csv, "%q,%q,%g,%s,%s,%g\n", name, alg.name, st[i], experiment.FormatExact(tok[i]), experiment.FormatExact(h[i]), wall[i])
 				if at < 0 && h[i] <= 1.05*limit {
 					at = i
 				}
