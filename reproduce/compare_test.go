@@ -7,9 +7,10 @@ import (
 	"github.com/rlvr-backtrack/backtrack/sweep"
 )
 
-// TestCompareLearnersSpec: the checked-in spec expands to 2 learners x 3
-// trainers x 3 graphs x 5 seeds from the same pretrained bigram, PPO with
-// the same budget for both learners; -quick keeps the two small graphs.
+// TestCompareLearnersSpec: the checked-in spec expands to 2 learners x 4
+// trainers x 3 graphs x 5 seeds from the same pretrained bigram, PPO and
+// GRPO each with the same budget for both learners; -quick keeps the two
+// small graphs.
 func TestCompareLearnersSpec(t *testing.T) {
 	s, err := sweep.ParseSpec(sweeps.CompareLearners, compareLearners)
 	if err != nil {
@@ -19,8 +20,8 @@ func TestCompareLearnersSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Runs) != 90 {
-		t.Fatalf("%d runs, want 90", len(p.Runs))
+	if len(p.Runs) != 120 {
+		t.Fatalf("%d runs, want 120", len(p.Runs))
 	}
 	count := map[string]int{}
 	for _, r := range p.Runs {
@@ -32,17 +33,20 @@ func TestCompareLearnersSpec(t *testing.T) {
 		if c.Train.Trainer == "ppo" && (c.Train.Steps != 150 || c.Train.Rollouts != 64 || c.Train.Baseline != "fork") {
 			t.Errorf("run %d: ppo budget %d steps of %d rollouts, baseline %s", r.Index, c.Train.Steps, c.Train.Rollouts, c.Train.Baseline)
 		}
+		if c.Train.Trainer == "grpo" && (c.Train.Steps != 150 || c.Train.Rollouts != 64) {
+			t.Errorf("run %d: grpo budget %d steps of %d rollouts", r.Index, c.Train.Steps, c.Train.Rollouts)
+		}
 	}
 	for k, n := range count {
 		if n != 5 {
 			t.Errorf("%s: %d seeds, want 5", k, n)
 		}
 	}
-	if len(count) != 18 {
-		t.Errorf("%d groups, want 18", len(count))
+	if len(count) != 24 {
+		t.Errorf("%d groups, want 24", len(count))
 	}
 	p.Keep(func(r sweep.Run) bool { st, _ := r.Config.Graph.Size(); return st <= smallStates })
-	if len(p.Runs) != 60 {
-		t.Errorf("-quick keeps %d runs, want 60 (W=K=3, L=2 and the heterogeneous graph)", len(p.Runs))
+	if len(p.Runs) != 80 {
+		t.Errorf("-quick keeps %d runs, want 80 (W=K=3, L=2 and the heterogeneous graph)", len(p.Runs))
 	}
 }
