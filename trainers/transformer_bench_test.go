@@ -18,17 +18,9 @@ import (
 // second of step and per second of the windows pass alone, seconds per
 // step and CPU seconds per step (all cores summed).
 func BenchmarkTransformerPPOStep(b *testing.B) {
-	for _, c := range []struct {
-		name string
-		g    tasks.Config
-	}{{"W3K3L2", tasks.Config{W: 3, K: 3, L: 2}}, {"W15K15L5", tasks.Config{W: 15, K: 15, L: 5}}} {
+	for _, c := range benchSizes {
 		b.Run(c.name, func(b *testing.B) {
-			g := graph(b, c.g)
-			cfg := ppoConfig().Resolve(TransformerModel)
-			cfg.Optim.LR = 1e-12
-			opts := DefaultTransformerOptions()
-			opts.TableLR = 1e-12
-			tr := newTrainer(b, cfg, opts, g, nil)
+			tr, _ := benchTrainer(b, c.g)
 			if _, err := tr.measure(context.Background()); err != nil {
 				b.Fatal(err)
 			}
@@ -68,17 +60,9 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 // seconds per update (all cores summed; other processes on a shared
 // machine disturb it less than wall time).
 func BenchmarkTransformerUpdate(b *testing.B) {
-	for _, c := range []struct {
-		name string
-		g    tasks.Config
-	}{{"W3K3L2", tasks.Config{W: 3, K: 3, L: 2}}, {"W15K15L5", tasks.Config{W: 15, K: 15, L: 5}}} {
+	for _, c := range benchSizes {
 		b.Run(c.name, func(b *testing.B) {
-			g := graph(b, c.g)
-			cfg := ppoConfig().Resolve(TransformerModel)
-			cfg.Optim.LR = 1e-12
-			opts := DefaultTransformerOptions()
-			opts.TableLR = 1e-12
-			tr := newTrainer(b, cfg, opts, g, nil)
+			tr, cfg := benchTrainer(b, c.g)
 			ab, states, adv, div, err := tr.sampledBatch(context.Background())
 			if err != nil {
 				b.Fatal(err)
@@ -128,4 +112,22 @@ func BenchmarkTransformerRollouts(b *testing.B) {
 		tokens += ab.Tokens()
 	}
 	b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// benchSizes are the transformer benchmarks' graphs: the smallest of the
+// README's examples and the paper's.
+var benchSizes = []struct {
+	name string
+	g    tasks.Config
+}{{"W3K3L2", tasks.Config{W: 3, K: 3, L: 2}}, {"W15K15L5", tasks.Config{W: 15, K: 15, L: 5}}}
+
+// benchTrainer is a transformer PPO trainer at its defaults on graph c
+// with learning rates of 1e-12, so that its policy and batch size stay
+// fixed from step to step.
+func benchTrainer(b *testing.B, c tasks.Config) (*Trainer, Config) {
+	cfg := ppoConfig().Resolve(TransformerModel)
+	cfg.Optim.LR = 1e-12
+	opts := DefaultTransformerOptions()
+	opts.TableLR = 1e-12
+	return newTrainer(b, cfg, opts, graph(b, c), nil), cfg
 }
