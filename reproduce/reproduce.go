@@ -181,7 +181,7 @@ func Run(ctx context.Context, names []string, opts Options) ([]Result, error) {
 	if err := writeResults(results, rows, opts.Quick, time.Since(start)); err != nil {
 		return rows, err
 	}
-	if opts.Docs != "" && !opts.Quick && len(rows) == len(entries) {
+	if opts.Docs != "" && !opts.Quick && ranPaper(rows) {
 		data, err := os.ReadFile(results)
 		if err != nil {
 			return rows, err
@@ -189,6 +189,18 @@ func Run(ctx context.Context, names []string, opts Options) ([]Result, error) {
 		return rows, checkpoints.WriteFileAtomic(filepath.Join(opts.Docs, "results.md"), data)
 	}
 	return rows, nil
+}
+
+// ranPaper reports whether rows hold every entry of the paper (Names; the
+// studies may be there too): only then is results.md the paper's whole
+// table, fit for the documentation.
+func ranPaper(rows []Result) bool {
+	for _, n := range Names() {
+		if !slices.ContainsFunc(rows, func(r Result) bool { return r.Entry == n }) {
+			return false
+		}
+	}
+	return true
 }
 
 // docFigures maps each entry's figures to their names in the README's
