@@ -2,7 +2,6 @@ package reproduce
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,8 +59,12 @@ func (r *reproducer) fig6(dir string) (string, string, error) {
 		}
 		fmt.Fprintf(&table, "| %d | %d | %.6g | %s | %.1f |\n", seed, s.Steps, final, experiment.FormatNumber(float64(s.SampledTokens)), s.WallSeconds)
 	}
-	mean := seedBand(curves)
-	mean.Name = fmt.Sprintf("mean over %d seeds, 95%% band", ppoSeeds)
+	var xs, ys [][]float64
+	for _, c := range curves {
+		xs, ys = append(xs, c.X), append(ys, c.Y)
+	}
+	b := sweep.Band(xs, ys)
+	mean := figures.Series{Name: fmt.Sprintf("mean over %d seeds, 95%% band", ppoSeeds), X: b.X, Y: b.Mean, Lo: b.Lo, Hi: b.Hi, Band: true}
 	err := figures.Figure{Title: fmt.Sprintf("PPO on rollouts (fork baseline, horizon 2H, beta 3e-4), W=K=%d, L=%d, exact hitting time", k, l),
 		Panels: []figures.Panel{{XLabel: "step", YLabel: "exact hitting time (transitions, log scale)", LogY: true,
 			Series: append([]figures.Series{mean}, curves...),
@@ -76,30 +79,4 @@ func (r *reproducer) fig6(dir string) (string, string, error) {
 	st, fi := sweep.Mean95(steps), sweep.Mean95(finals)
 	return fmt.Sprintf("W=K=%d, L=%d, source row frozen (its exact optimum %s), baseline fork, adam lr 0.025, 128 rollouts, seeds 1-%d: %s -> %.6g ± %.2g, within 5%% of the optimum for %d/%d seeds, in %.0f ± %.0f steps (seeds.md)",
 		k, l, experiment.FormatNumber(limit), ppoSeeds, experiment.FormatNumber(h0), fi.Mean, fi.CI95, converged, ppoSeeds, st.Mean, st.CI95), yes(converged == ppoSeeds), nil
-}
-
-// seedBand is the mean of curves over seeds at every step of the longest,
-// with its Student t 95% interval; a curve that has ended keeps its last
-// value.
-func seedBand(curves []figures.Series) figures.Series {
-	longest := curves[0]
-	for _, c := range curves[1:] {
-		if len(c.X) > len(longest.X) {
-			longest = c
-		}
-	}
-	b := figures.Series{X: longest.X, Band: true}
-	for i := range longest.X {
-		var ys []float64
-		for _, c := range curves {
-			ys = append(ys, c.Y[min(i, len(c.Y)-1)])
-		}
-		e := sweep.Mean95(ys)
-		lo, hi := e.Mean-e.CI95, e.Mean+e.CI95
-		if math.IsNaN(e.CI95) {
-			lo, hi = math.NaN(), math.NaN()
-		}
-		b.Y, b.Lo, b.Hi = append(b.Y, e.Mean), append(b.Lo, lo), append(b.Hi, hi)
-	}
-	return b
 }

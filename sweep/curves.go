@@ -68,34 +68,40 @@ func writeFigures(dir string, groups []*Group, label []string) ([]string, error)
 }
 
 // curve is a group's hitting time against the step over its counted
-// runs: at each step logged by any run, the mean and 95% interval over
-// the runs that have reached that step (a finished run keeps its last
-// value).
+// runs (Band).
 func curve(g *Group) figures.Band {
-	var series [][2][]float64
-	steps := map[float64]bool{}
+	var xs, ys [][]float64
 	for _, r := range g.Runs {
 		if r.Problem != "" {
 			continue
 		}
-		s, h := r.Metrics.Column("step"), r.Metrics.Column("hitting_time")
-		series = append(series, [2][]float64{s, h})
-		for _, x := range s {
-			steps[x] = true
+		xs, ys = append(xs, r.Metrics.Column("step")), append(ys, r.Metrics.Column("hitting_time"))
+	}
+	return Band(xs, ys)
+}
+
+// Band is the mean of curves (xs[i], ys[i]), each with increasing x, and
+// its Student t 95% interval: at each x of any curve, over the curves that
+// have reached it (a curve that has ended keeps its last value).
+func Band(xs, ys [][]float64) figures.Band {
+	steps := map[float64]bool{}
+	for _, x := range xs {
+		for _, v := range x {
+			steps[v] = true
 		}
 	}
-	var xs []float64
+	var at []float64
 	for x := range steps {
-		xs = append(xs, x)
+		at = append(at, x)
 	}
-	sort.Float64s(xs)
+	sort.Float64s(at)
 	var band figures.Band
-	for _, x := range xs {
+	for _, x := range at {
 		var vals []float64
-		for _, sh := range series {
-			k := sort.SearchFloat64s(sh[0], x+0.5) - 1 // the last row at or before x
+		for i := range xs {
+			k := sort.SearchFloat64s(xs[i], x+0.5) - 1 // the last row at or before x
 			if k >= 0 {
-				vals = append(vals, sh[1][k])
+				vals = append(vals, ys[i][k])
 			}
 		}
 		e := Mean95(vals)
