@@ -139,7 +139,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		rep.MC, rep.SearchAgent = &res, *search
 	}
 	if *asJSON {
-		return writeJSON(stdout, rep)
+		return writeJSON(stdout, rep, rep.MC)
 	}
 	return writeText(stdout, rep)
 }
@@ -162,26 +162,27 @@ func analysePolicy(g *tasks.Graph, probs []float64, name string, trainSource boo
 	return rep, nil
 }
 
-// writeJSON prints the report as one JSON object, Monte Carlo keys inline.
-func writeJSON(w io.Writer, rep *evalReport) error {
-	b, err := json.Marshal(rep)
-	if err != nil {
-		return err
+// writeJSON prints report as one JSON object with the Monte Carlo keys of
+// mc (nil: none) inline; mc_hitting_time and its interval are null when
+// fewer than two rollouts hit (no mean length of hits to speak of). The
+// bigram's and the transformer's reports share it.
+func writeJSON(w io.Writer, report any, mc *eval.MCResult) error {
+	obj := map[string]any{}
+	parts := []any{report}
+	if mc != nil {
+		parts = append(parts, mc)
 	}
-	var obj map[string]any
-	if err := json.Unmarshal(b, &obj); err != nil {
-		return err
+	for _, v := range parts {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &obj); err != nil {
+			return err
+		}
 	}
-	if r := rep.MC; r != nil {
-		mb, _ := json.Marshal(r)
-		var m map[string]any
-		json.Unmarshal(mb, &m)
-		if r.Hits < 2 { // no mean length of hits to speak of
-			m["mc_hitting_time"], m["mc_hitting_time_ci95"] = nil, nil
-		}
-		for k, v := range m {
-			obj[k] = v
-		}
+	if mc != nil && mc.Hits < 2 {
+		obj["mc_hitting_time"], obj["mc_hitting_time_ci95"] = nil, nil
 	}
 	return writeIndented(w, obj)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -73,7 +72,7 @@ func evalTransformer(c *experiment.Checkpointed, o agentEval, w io.Writer) error
 	rep := &transformerReport{Graph: g.Config.Name(), Policy: "checkpoint " + c.Dir, Model: string(c.Config.Model), Step: c.Step,
 		States: g.NumStates(), Transitions: len(g.Next), Theory: c.Trainer.Predictions(), Horizon: o.horizon, Attention: &att, MC: res}
 	if o.json {
-		return writeAgentJSON(w, rep)
+		return writeJSON(w, rep, &rep.MC)
 	}
 	fmt.Fprintf(w, "graph %s: %d edge states, %d valid transitions\n", rep.Graph, rep.States, rep.Transitions)
 	fmt.Fprintf(w, "policy %s: a %s (%s) at step %d: not a Markov policy, so no exact analysis\n", rep.Policy, rep.Model, c.Config.Train.Trainer, rep.Step)
@@ -88,24 +87,4 @@ func evalTransformer(c *experiment.Checkpointed, o agentEval, w io.Writer) error
 	fmt.Fprintf(w, "; heat map by position: %s\n", filepath.Join(c.Dir, experiment.AttentionFile))
 	writeTheory(w, rep.Theory)
 	return nil
-}
-
-// writeAgentJSON prints the report as one JSON object, the Monte Carlo
-// keys inline (as the bigram's: mc_hitting_time null when fewer than two
-// rollouts hit).
-func writeAgentJSON(w io.Writer, rep *transformerReport) error {
-	obj := map[string]any{}
-	for _, v := range []any{rep, rep.MC} {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(b, &obj); err != nil {
-			return err
-		}
-	}
-	if rep.MC.Hits < 2 {
-		obj["mc_hitting_time"], obj["mc_hitting_time_ci95"] = nil, nil
-	}
-	return writeIndented(w, obj)
 }
