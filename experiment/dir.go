@@ -24,6 +24,7 @@ const (
 	ConfigFile     = "config.json"
 	SummaryFile    = "summary.json"
 	JSONLFile      = "metrics.jsonl"
+	vocabFile      = "vocab.txt"
 	lockFile       = ".lock"
 	abcdHeader     = "step,depth,a,b,c,d,a_per_copy,b_per_copy,c_per_copy,d_per_copy"
 )
@@ -250,11 +251,18 @@ func (f *folder) finish(s Summary) error {
 // writeVocab writes the run's token vocabulary, vocab.txt: the names behind
 // the token ids of the checkpoint's rows, and which ids are model rows.
 func writeVocab(dir string, v *tokenizer.Vocab) error {
-	var buf bytes.Buffer
-	if _, err := v.WriteTo(&buf); err != nil {
+	data, err := vocabBytes(v)
+	if err != nil {
 		return err
 	}
-	return checkpoints.WriteFileAtomic(filepath.Join(dir, "vocab.txt"), buf.Bytes())
+	return checkpoints.WriteFileAtomic(filepath.Join(dir, vocabFile), data)
+}
+
+// vocabBytes is vocab.txt's content for v.
+func vocabBytes(v *tokenizer.Vocab) ([]byte, error) {
+	var buf bytes.Buffer
+	_, err := v.WriteTo(&buf)
+	return buf.Bytes(), err
 }
 
 // checkVocab refuses to resume a folder whose vocab.txt is not the one the
@@ -262,18 +270,19 @@ func writeVocab(dir string, v *tokenizer.Vocab) error {
 // be wrong (the file was edited, truncated or copied from another run). A
 // folder without vocab.txt (deleted by hand) is given a new one.
 func checkVocab(dir string, v *tokenizer.Vocab) error {
-	onDisk, err := os.ReadFile(filepath.Join(dir, "vocab.txt"))
+	path := filepath.Join(dir, vocabFile)
+	onDisk, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	} else if err != nil {
 		return &InputError{err}
 	}
-	var want bytes.Buffer
-	if _, err := v.WriteTo(&want); err != nil {
+	want, err := vocabBytes(v)
+	if err != nil {
 		return err
 	}
-	if !bytes.Equal(onDisk, want.Bytes()) {
-		return inputf("%s is not this run's vocabulary (edited, truncated or from another run?): delete it and resume to rewrite it", filepath.Join(dir, "vocab.txt"))
+	if !bytes.Equal(onDisk, want) {
+		return inputf("%s is not this run's vocabulary (edited, truncated or from another run?): delete it and resume to rewrite it", path)
 	}
 	return nil
 }
