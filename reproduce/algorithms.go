@@ -122,7 +122,7 @@ func (r *reproducer) rlvrAlgos(dir string) (string, string, error) {
 		err := figures.Figure{Title: fmt.Sprintf("Sampled RLVR on the bigram, %s: same budget of %s sampled tokens, seed 1", name, millions(float64(size.budget))),
 			Panels: []figures.Panel{{XLabel: "sampled tokens", YLabel: "exact hitting time (transitions, log scale)", LogY: true, Series: lines,
 				Lines: []figures.Theory{{Y: limit, Label: "limit " + experiment.FormatNumber(limit)}, {Y: 1.05 * limit, Label: "5% above the limit"}}}}}.Save(
-			filepath.Join(dir, "hitting_time_"+strings.ReplaceAll(name, ",", "-")+".png"))
+			filepath.Join(dir, "hitting_time_"+strings.NewReplacer("=", "", ",", "-").Replace(name)+".png"))
 		if err != nil {
 			return "", "", err
 		}

@@ -1,10 +1,13 @@
 package reproduce
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rlvr-backtrack/backtrack/docs/sweeps"
 	"github.com/rlvr-backtrack/backtrack/sweep"
+	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
 // TestCompareLearnersSpec: the checked-in spec expands to 2 learners x 4
@@ -48,5 +51,109 @@ func TestCompareLearnersSpec(t *testing.T) {
 	p.Keep(func(r sweep.Run) bool { st, _ := r.Config.Graph.Size(); return st <= smallStates })
 	if len(p.Runs) != 80 {
 		t.Errorf("-quick keeps %d runs, want 80 (W=K=3, L=2 and the heterogeneous graph)", len(p.Runs))
+	}
+}
+
+// TestCompareLearnersPaperSpec: the paper-size spec expands to 2 learners x
+// 4 trainers x 5 seeds at W=K=15, L=5. Its PPO runs are the same PPO for
+// both learners (128 rollouts, fork baseline, horizon 20, until within 5%,
+// at most 3000 steps), the bigram learning at the transformer's table rate;
+// GRPO, SFT and distillation keep the small graphs' budgets.
+func TestCompareLearnersPaperSpec(t *testing.T) {
+	s, err := sweep.ParseSpec(sweeps.CompareLearnersPaper, compareLearners+"-paper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Expand("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Runs) != 40 {
+		t.Fatalf("%d runs, want 40", len(p.Runs))
+	}
+	count := map[string]int{}
+	for _, r := range p.Runs {
+		c := r.Config
+		count[string(c.Model)+" "+string(c.Train.Trainer)]++
+		if w, k, l, ok := c.Graph.Homogeneous(); !ok || w != 15 || k != 15 || l != 5 {
+			t.Errorf("run %d: graph %s, want W=K=15, L=5", r.Index, c.Graph.Name())
+		}
+		if c.Init != "" {
+			t.Errorf("run %d starts from %s, want the pretrained bigram", r.Index, c.Init)
+		}
+		tr := c.Train
+		switch tr.Trainer {
+		case trainers.PPO:
+			if tr.Steps != 3000 || tr.Until != 0.05 || tr.Rollouts != 128 || tr.Baseline != "fork" || tr.HorizonFactor != 20 || tr.Optim.Name != "adam" {
+				t.Errorf("run %d (%s): ppo %d steps until %g, %d rollouts, baseline %s, horizon %g, %s", r.Index, c.Model, tr.Steps, tr.Until, tr.Rollouts, tr.Baseline, tr.HorizonFactor, tr.Optim.Name)
+			}
+			if c.Model == trainers.BigramModel {
+				if want := trainers.DefaultTransformerOptions().Resolve(tr).TableLR; tr.Optim.LR != want {
+					t.Errorf("run %d: the bigram's lr %g, want the transformer's table rate %g", r.Index, tr.Optim.LR, want)
+				}
+			}
+		case trainers.GRPO:
+			if tr.Steps != 150 || tr.Rollouts != 64 {
+				t.Errorf("run %d: grpo budget %d steps of %d rollouts", r.Index, tr.Steps, tr.Rollouts)
+			}
+		default:
+			if tr.Steps != 100 {
+				t.Errorf("run %d: %s for %d steps, want 100", r.Index, tr.Trainer, tr.Steps)
+			}
+		}
+	}
+	for k, n := range count {
+		if n != 5 {
+			t.Errorf("%s: %d seeds, want 5", k, n)
+		}
+	}
+	if len(count) != 8 {
+		t.Errorf("%d groups, want 8", len(count))
+	}
+}
+
+// TestFig7SharesCompareLearnersRuns: at the paper's size fig7-transformer's
+// runs are compare-learners' PPO runs, seeds 1 to fig7Seeds, in the same
+// folders; -quick trains the same configurations at W=K=3, L=2 in its own.
+func TestFig7SharesCompareLearnersRuns(t *testing.T) {
+	out := t.TempDir()
+	r := &reproducer{out: out}
+	paper, err := r.paperPlan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := map[string]sweep.Run{}
+	for _, run := range paper.Runs {
+		shared[run.Dir] = run
+	}
+	p, err := r.fig7Plan(filepath.Join(out, "fig7-transformer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Runs) != 2*fig7Seeds {
+		t.Fatalf("%d runs, want %d", len(p.Runs), 2*fig7Seeds)
+	}
+	for _, run := range p.Runs {
+		if _, ok := shared[run.Dir]; !ok || run.Config.Train.Trainer != trainers.PPO {
+			t.Errorf("run %s (%s): not one of compare-learners' PPO runs", run.Dir, run.Config.Train.Trainer)
+		}
+	}
+	r.quick = true
+	q, err := r.fig7Plan(filepath.Join(out, "fig7-transformer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, run := range q.Runs {
+		if w, k, l, _ := run.Config.Graph.Homogeneous(); w != 3 || k != 3 || l != 2 || !strings.HasPrefix(run.Dir, filepath.Join(out, "fig7-transformer")) {
+			t.Errorf("-quick run %s: graph %s", run.Dir, run.Config.Graph.Name())
+		}
+		// The same configuration but for the graph.
+		a, b := run.Config, p.Runs[i].Config
+		a.Graph, a.Out, b.Out = b.Graph, "", ""
+		ia, _ := sweep.Identity(a)
+		ib, _ := sweep.Identity(b)
+		if ia != ib {
+			t.Errorf("-quick run %d differs from the paper's run beyond the graph", i)
+		}
 	}
 }

@@ -1,6 +1,11 @@
 package reproduce
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
 
 // TestEveryEntryHasItsDocFigures: -docs copies a figure for every entry.
 func TestEveryEntryHasItsDocFigures(t *testing.T) {
@@ -9,8 +14,13 @@ func TestEveryEntryHasItsDocFigures(t *testing.T) {
 			t.Errorf("entry %s has no figure for the docs", n)
 		}
 	}
-	if len(docFigures) != len(Names()) {
-		t.Errorf("%d entries with doc figures, %d entries", len(docFigures), len(Names()))
+	if len(docFigures) != len(Names())+len(studies) {
+		t.Errorf("%d entries with doc figures, %d entries and %d studies", len(docFigures), len(Names()), len(studies))
+	}
+	for _, n := range studies {
+		if len(docFigures[n]) == 0 || studyTables[n] == "" {
+			t.Errorf("study %s has no figures or table for the docs", n)
+		}
 	}
 }
 
@@ -38,5 +48,55 @@ func TestRanPaper(t *testing.T) {
 		if got := ranPaper(tc.rows); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestStudyPage: with -docs a study's figures, one per graph, go to docs/
+// under its name, with a page holding its claim, measurement, table and
+// those figures; an entry of the paper gets no page, and a study whose
+// figures are missing is an error.
+func TestStudyPage(t *testing.T) {
+	dir, docs := t.TempDir(), t.TempDir()
+	files := map[string]string{"summary.md": "| model | trainer |\n| --- | --- |\n| bigram | ppo |\n",
+		"hitting_time-W3K3L2.png": "png 1", "hitting_time-W15K15L5.png": "png 2", "runs.csv": "not a figure"}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	row := Result{Entry: compareLearners, Claim: "a claim", Measured: "a measurement", Agrees: "yes", Seconds: 12}
+	if err := copyFigures(dir, docs, row.Entry); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeStudyPage(dir, docs, row); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"compare-learners-W3K3L2.png": "png 1", "compare-learners-W15K15L5.png": "png 2"} {
+		if got, err := os.ReadFile(filepath.Join(docs, name)); err != nil || string(got) != want {
+			t.Errorf("docs/%s: %q, %v; want %q", name, got, err, want)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(docs, "compare-learners.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# compare-learners", "Measured: a measurement. Agreement: yes.", files["summary.md"],
+		"![compare-learners-W3K3L2](compare-learners-W3K3L2.png)", "![compare-learners-W15K15L5](compare-learners-W15K15L5.png)"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("page lacks %q:\n%s", want, page)
+		}
+	}
+	entries, _ := os.ReadDir(docs)
+	if len(entries) != 3 {
+		t.Errorf("docs holds %d files, want the page and two figures", len(entries))
+	}
+	if err := writeStudyPage(dir, docs, Result{Entry: "fig6-ppo"}); err != nil {
+		t.Errorf("an entry of the paper: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(docs, "fig6-ppo.md")); err == nil {
+		t.Error("an entry of the paper got a page")
+	}
+	if err := copyFigures(t.TempDir(), docs, rlvrAlgorithms); err == nil {
+		t.Error("a study without its figures: no error")
 	}
 }

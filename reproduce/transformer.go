@@ -7,103 +7,101 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rlvr-backtrack/backtrack/docs/sweeps"
 	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/figures"
+	"github.com/rlvr-backtrack/backtrack/sweep"
 	"github.com/rlvr-backtrack/backtrack/trainers"
 )
+
+// fig7Seeds is the number of seeds fig7-transformer draws its bands over.
+const fig7Seeds = 3
 
 // fig7 is the transformer comparison (Appendix F, the transformer figure)
 // at the paper's size, W=K=15, L=5 (-quick: W=K=3, L=2): the bigram and
 // the transformer, both from the same pretrained bigram, trained by the
 // same PPO (the transformer's defaults: 128 rollouts, fork baseline,
-// horizon factor 20, seed 1) until their hitting time is within 5% of the
-// limit (the transformer's with its whole 95% interval) or the step cap;
-// the bigram learns at the transformer's table rate (Adam 0.025), the
-// transformer's attention and embeddings at Adam 3e-4. -quick adds the
-// transformer with a target prompt and runs a fixed 100 steps. It writes
-// learners.csv, hitting_time.png and learners.md.
+// horizon factor 20) until their hitting time is within 5% of the limit
+// (the transformer's with its whole 95% interval) or 3000 steps; the
+// bigram learns at the transformer's table rate (Adam 0.025), the
+// transformer's attention and embeddings at Adam 3e-4. These are the PPO
+// runs of docs/sweeps/compare-learners-paper.json, seeds 1 to fig7Seeds,
+// trained in compare-learners' folder (paperRuns) so that the two entries
+// share them; -quick trains the same configurations at W=K=3, L=2 in
+// dir/runs. It writes learners.csv (every seed's rows), learners.md (per
+// learner, means with 95% intervals over seeds) and hitting_time.png (per
+// learner the mean over seeds with its 95% band, and each seed).
 func (r *reproducer) fig7(dir string) (string, string, error) {
-	k, l := r.sized(15, 3), r.sized(5, 2)
-	steps, until := r.sized(3000, 100), 0.05
-	if r.quick {
-		until = 0
+	p, err := r.fig7Plan(dir)
+	if err != nil {
+		return "", "", err
 	}
-	learners := []struct {
-		name, model string
-		prompt      bool
-	}{{"bigram", "bigram", false}, {"transformer", "transformer", false}}
-	if r.quick {
-		learners = append(learners, struct {
-			name, model string
-			prompt      bool
-		}{"transformer + target prompt", "transformer", true})
+	if err := r.execute("fig7-transformer", p); err != nil {
+		return "", "", err
 	}
-	ppo := experiment.DefaultConfig().Train
-	ppo.Trainer = trainers.PPO
-	ppo = ppo.Resolve(trainers.TransformerModel)
-	tableLR := trainers.DefaultTransformerOptions().Resolve(ppo).TableLR
-	var lines []figures.Series
+	// The runs by their folders: the shared folder's index may list
+	// compare-learners' other runs.
+	var dirs []string
+	for _, run := range p.Runs {
+		dirs = append(dirs, run.Dir)
+	}
+	c, err := sweep.Collect(dirs)
+	if err != nil {
+		return "", "", err
+	}
+	if problems := c.Problems(); len(problems) > 0 {
+		return "", "", fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	groups, _ := c.Groups()
+	g0 := p.Runs[0].Config.Graph
+	w, k, l, _ := g0.Homogeneous()
+	var series []figures.Series
 	var table, csv strings.Builder
-	table.WriteString("| learner | final hitting time | steps to within 5% of the limit | wall seconds to within 5% | attention leaving the current token | attention on the prompt |\n| --- | --- | --- | --- | --- | --- |\n")
-	csv.WriteString("learner,step,hitting_time,hitting_time_ci95,mc_success_rate,wall_seconds\n")
-	var sums []experiment.Summary
-	limit := 0.0
-	for _, ln := range learners {
-		rc := experiment.DefaultConfig()
-		rc.Graph = graphConfig(k, k, l)
-		rc.Model = trainers.Model(ln.model)
-		rc.Train = ppo
-		if ln.model == "bigram" {
-			rc.Train.Optim.LR = tableLR
-		} else {
-			o := trainers.DefaultTransformerOptions()
-			o.Prompt = ln.prompt
-			rc.Transformer = &o
-		}
-		rc.Train.Steps, rc.Train.Until, rc.Train.LogEvery = steps, until, 10
-		sub := filepath.Join(dir, strings.NewReplacer(" + ", "-", " ", "-").Replace(ln.name))
-		s, err := r.trainEntry(sub, rc)
-		if err != nil {
-			return "", "", fmt.Errorf("%s: %w", ln.name, err)
-		}
-		sums = append(sums, s)
-		limit = experiment.Value(s.LimitHittingTime)
-		m, err := experiment.ReadMetrics(sub)
-		if err != nil {
-			return "", "", err
-		}
-		rows := m.Rows
-		st, h, ci, rate, wall := m.Index("step"), m.Index("hitting_time"), m.Index("hitting_time_ci95"), m.Index("mc_success_rate"), m.Index("wall_seconds")
-		sr := experiment.HittingSeries(m)
-		sr.Name = ln.name + " (exact)"
-		if sr.Lo != nil {
-			sr.Name = ln.name + " (Monte Carlo, 95% interval)"
-		}
-		reachStep, reachWall := math.NaN(), math.NaN()
-		for _, row := range rows {
-			fmt.Fprintf(&csv, "%s,%g,%g,%s,%s,%g\n", ln.name, row[st], row[h], experiment.FormatExact(row[ci]), experiment.FormatExact(row[rate]), row[wall])
-			if math.IsNaN(reachStep) && row[h] <= 1.05*limit {
-				reachStep, reachWall = row[st], row[wall]
+	table.WriteString("| learner | seeds | final hitting time | within 5% of the limit | steps to within 5% | wall seconds to within 5% | attention leaving the current token |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	csv.WriteString("learner,seed,step,hitting_time,hitting_time_ci95,mc_success_rate,wall_seconds\n")
+	limit := math.NaN()
+	finals := map[string]sweep.Estimate{}
+	for i, g := range groups {
+		name := g.Fields["model"]
+		colour := figures.Color(i)
+		var xs, ys [][]float64
+		var off []float64
+		for _, run := range g.Runs {
+			m := run.Metrics
+			st, h, ci, rate, wall := m.Index("step"), m.Index("hitting_time"), m.Index("hitting_time_ci95"), m.Index("mc_success_rate"), m.Index("wall_seconds")
+			for _, row := range m.Rows {
+				fmt.Fprintf(&csv, "%s,%d,%g,%g,%s,%s,%g\n", name, run.Config.Train.Seed, row[st], row[h], experiment.FormatExact(row[ci]), experiment.FormatExact(row[rate]), row[wall])
+			}
+			xs, ys = append(xs, m.Column("step")), append(ys, m.Column("hitting_time"))
+			sr := figures.Series{X: xs[len(xs)-1], Y: ys[len(ys)-1], Fit: true, Color: colour}
+			if len(g.Runs) == 1 || run == g.Runs[0] {
+				sr.Name = name + ", each seed"
+			}
+			series = append(series, sr)
+			if a := run.Summary.Attention; a != nil {
+				off = append(off, a.OffCurrent)
 			}
 		}
-		lines = append(lines, sr)
-		final := fmt.Sprintf("%.4g (exact)", experiment.Value(s.FinalHittingTime))
-		off, prompt := "-", "-"
-		if s.FinalCI95 != nil {
-			final = fmt.Sprintf("%.4g ± %.2g (Monte Carlo, %d rollouts)", experiment.Value(s.FinalHittingTime), *s.FinalCI95, rc.Transformer.EvalRollouts)
+		b := sweep.Band(xs, ys)
+		kind := "exact"
+		if name == string(trainers.TransformerModel) {
+			kind = "Monte Carlo"
 		}
-		if a := s.Attention; a != nil {
-			off = fmt.Sprintf("%.3f", a.OffCurrent)
-			if ln.prompt {
-				prompt = fmt.Sprintf("%.3f", a.OnPrompt)
-			}
+		series = append(series, figures.Series{Name: fmt.Sprintf("%s (%s), mean over %d seeds, 95%% band", name, kind, len(g.Runs)),
+			X: b.X, Y: b.Mean, Lo: b.Lo, Hi: b.Hi, Band: true, Color: colour})
+		limit = g.Limit
+		finals[name] = g.Final
+		attention := "-"
+		if len(off) > 0 {
+			attention = estimate(sweep.Mean95(off))
 		}
-		fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %s |\n", ln.name, final, experiment.FormatNumber(reachStep), experiment.FormatNumber(reachWall), off, prompt)
+		fmt.Fprintf(&table, "| %s | %d | %s | %d/%d | %s | %s | %s |\n", name, g.Counted, estimate(g.Final), g.Reached, g.Counted,
+			reachEstimate(g.Steps, g.Reached), reachEstimate(g.Wall, g.Reached), attention)
 	}
 	refs := []figures.Theory{{Y: limit, Label: "limit " + experiment.FormatNumber(limit) + ": the bigram's exact RLVR optimum"},
-		{Y: float64(4 * k * k), Label: fmt.Sprintf("4WK = %d (the paper)", 4*k*k)}}
-	err := figures.Figure{Title: fmt.Sprintf("PPO from the same pretrained bigram, W=K=%d, L=%d", k, l),
-		Panels: []figures.Panel{{XLabel: "step", YLabel: "hitting time (transitions, log scale)", LogY: true, Series: lines, Lines: refs}}}.Save(filepath.Join(dir, "hitting_time.png"))
+		{Y: float64(4 * w * k), Label: fmt.Sprintf("4WK = %d (the paper)", 4*w*k)}}
+	err = figures.Figure{Title: fmt.Sprintf("PPO from the same pretrained bigram, W=K=%d, L=%d, seeds 1-%d", k, l, fig7Seeds),
+		Panels: []figures.Panel{{XLabel: "step", YLabel: "hitting time (transitions, log scale)", LogY: true, Series: series, Lines: refs}}}.Save(filepath.Join(dir, "hitting_time.png"))
 	if err != nil {
 		return "", "", err
 	}
@@ -112,20 +110,48 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 			return "", "", err
 		}
 	}
-	ci := func(s experiment.Summary) float64 {
-		if s.FinalCI95 == nil {
-			return math.Inf(1) // some rollouts missed: no interval
-		}
-		return *s.FinalCI95
+	bg, tf := finals[string(trainers.BigramModel)], finals[string(trainers.TransformerModel)]
+	ci := tf.CI95
+	if math.IsNaN(ci) {
+		ci = 0
 	}
-	bg := sums[0]
-	ok := true
-	parts := []string{fmt.Sprintf("bigram %.4g (exact; limit %s)", experiment.Value(bg.FinalHittingTime), experiment.FormatNumber(limit))}
-	for i, s := range sums[1:] {
-		ok = ok && !math.IsInf(ci(s), 1) && experiment.Value(s.FinalHittingTime) <= math.Max(experiment.Value(bg.FinalHittingTime), 1.05*limit)+ci(s)
-		parts = append(parts, fmt.Sprintf("%s %.4g ± %.2g", learners[i+1].name, experiment.Value(s.FinalHittingTime), ci(s)))
-	}
-	m := fmt.Sprintf("W=K=%d, L=%d, PPO (fork baseline, %d rollouts per step, horizon %g hitting times), seed 1: %s (learners.md)",
-		k, l, ppo.Rollouts, ppo.HorizonFactor, strings.Join(parts, "; "))
+	// The transformer reaches the backtracking policy: over seeds, its
+	// final hitting time is no worse than the bigram's or within 5% of the
+	// limit.
+	ok := tf.N == fig7Seeds && bg.N == fig7Seeds && tf.Mean <= math.Max(bg.Mean, 1.05*limit)+ci
+	ppo := p.Runs[len(p.Runs)-1].Config.Train
+	m := fmt.Sprintf("W=K=%d, L=%d, PPO (fork baseline, %d rollouts per step, horizon %g hitting times), seeds 1-%d, final hitting time over seeds (mean ± 95%%): bigram %s (exact), transformer %s (Monte Carlo); limit %s (learners.md)",
+		k, l, ppo.Rollouts, ppo.HorizonFactor, fig7Seeds, estimate(bg), estimate(tf), experiment.FormatNumber(limit))
 	return m, yes(ok), nil
+}
+
+// fig7Plan is fig7's runs: the PPO runs of compare-learners' paper-size
+// spec, seeds 1 to fig7Seeds, in their shared folder; -quick, the same at
+// W=K=3, L=2 in dir/runs.
+func (r *reproducer) fig7Plan(dir string) (*sweep.Plan, error) {
+	s, err := sweep.ParseSpec(sweeps.CompareLearnersPaper, compareLearners+"-paper")
+	if err != nil {
+		return nil, err
+	}
+	out := filepath.Join(r.out, compareLearners, paperRuns)
+	if r.quick {
+		s.Base.Graph, out = graphConfig(3, 3, 2), filepath.Join(dir, "runs")
+	}
+	p, err := s.Expand(out)
+	if err != nil {
+		return nil, err
+	}
+	p.Keep(func(run sweep.Run) bool {
+		return run.Config.Train.Trainer == trainers.PPO && run.Config.Train.Seed <= fig7Seeds
+	})
+	return p, nil
+}
+
+// reachEstimate prints steps or seconds to within 5% over the runs that got
+// there ("-": none did).
+func reachEstimate(e sweep.Estimate, reached int) string {
+	if reached == 0 {
+		return "-"
+	}
+	return estimate(e)
 }

@@ -6,9 +6,17 @@ package sweeps
 import _ "embed"
 
 // CompareLearners is compare-learners.json: the bigram and the transformer
-// from the same pretrained bigram under PPO, SFT and distillation, 5 seeds,
-// at W=K=3, L=2, on the heterogeneous graph 2,2,3;5,1;4,4,4,4 and at
+// from the same pretrained bigram under PPO, GRPO, SFT and distillation, 5
+// seeds, at W=K=3, L=2, on the heterogeneous graph 2,2,3;5,1;4,4,4,4 and at
 // W=K=5, L=3.
 //
 //go:embed compare-learners.json
 var CompareLearners []byte
+
+// CompareLearnersPaper is compare-learners-paper.json: the same comparison
+// at the paper's size, W=K=15, L=5, 5 seeds. Its PPO runs are
+// fig7-transformer's configuration (until within 5% of the limit, at most
+// 3000 steps); GRPO, SFT and distillation keep the small graphs' budgets.
+//
+//go:embed compare-learners-paper.json
+var CompareLearnersPaper []byte
