@@ -103,7 +103,7 @@ func openFolder(dir string, cfgJSON []byte, resumeStep int, force bool, a applie
 	}
 	f.mw, f.jw, f.aw = bufio.NewWriter(f.metrics), bufio.NewWriter(f.jsonl), bufio.NewWriter(f.abcd)
 	if tensorboard {
-		if f.tb, err = openEvents(dir, resumeStep < 0); err != nil {
+		if f.tb, err = openEvents(dir, resumeStep); err != nil {
 			f.close()
 			return nil, err
 		}

@@ -19,9 +19,10 @@ import (
 //
 // holding one tensorflow.Event protocol buffer (tensorflow/core/util/
 // event.proto): wall_time (field 1, double), step (2, int64), file_version
-// (3, string; the first record's, "brain.Event:2") and summary (5, a
+// (3, string; the first record's, "brain.Event:2"), summary (5, a
 // Summary whose repeated value (1) holds tag (1, string) and simple_value
-// (2, float)). TensorBoard and W&B's sync read a run folder holding them.
+// (2, float)) and session_log (7, a SessionLog: status (1, enum), START =
+// 1; the second record's). TensorBoard and W&B's sync read a run folder holding them.
 
 // eventsPrefix starts every event file's name (TensorBoard looks for
 // "tfevents" in it).
@@ -42,11 +43,16 @@ type events struct {
 }
 
 // openEvents creates a new event file in dir named for the time and host,
-// as TensorBoard's writers do, and writes its file_version record. A fresh
-// run (fresh) first removes the event files an earlier run left; a
-// resumed run adds a file beside its earlier ones.
-func openEvents(dir string, fresh bool) (*events, error) {
-	if fresh {
+// as TensorBoard's writers do, and writes its file_version record and a
+// SessionLog START at the run's first step. A fresh run (resumeStep < 0)
+// first removes the event files an earlier run left; a resumed run adds a
+// file beside its earlier ones, and its START at resumeStep tells
+// TensorBoard to drop the earlier files' events from that step on (its
+// event accumulator purges, on a START after the first, every event seen
+// with a step at or above the START's: what a killed run logged after its
+// checkpoint, which metrics.csv drops too and the resumed run logs again).
+func openEvents(dir string, resumeStep int) (*events, error) {
+	if resumeStep < 0 {
 		old, _ := filepath.Glob(filepath.Join(dir, eventsPrefix+"*"))
 		for _, f := range old {
 			if err := os.Remove(f); err != nil {
@@ -70,9 +76,15 @@ func openEvents(dir string, fresh bool) (*events, error) {
 	e := &events{f: f, w: bufio.NewWriter(f)}
 	ev := appendFixed64(appendTag(nil, 1, 1), math.Float64bits(wallTime(now)))
 	ev = appendBytes(appendTag(ev, 3, 2), []byte("brain.Event:2"))
-	if err := e.record(ev); err != nil {
-		f.Close()
-		return nil, err
+	// Event.session_log (7): a SessionLog whose status (1) is START (1).
+	start := appendFixed64(appendTag(nil, 1, 1), math.Float64bits(wallTime(now)))
+	start = binary.AppendUvarint(appendTag(start, 2, 0), uint64(max(resumeStep, 0)))
+	start = appendBytes(appendTag(start, 7, 2), binary.AppendUvarint(appendTag(nil, 1, 0), 1))
+	for _, rec := range [][]byte{ev, start} {
+		if err := e.record(rec); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	return e, nil
 }

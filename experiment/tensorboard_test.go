@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"testing"
 
 	"github.com/rlvr-backtrack/backtrack/tasks"
@@ -23,6 +25,7 @@ type tfEvent struct {
 	wallTime float64
 	step     int64
 	version  string
+	start    bool // a SessionLog START
 	values   map[string]float32
 }
 
@@ -104,6 +107,13 @@ func decodeEvent(t *testing.T, b []byte) tfEvent {
 			ev.step = int64(v)
 		case num == 3 && wire == 2:
 			ev.version = string(bs)
+		case num == 7 && wire == 2: // SessionLog
+			fields(t, bs, func(num, wire int, v uint64, _ []byte) {
+				if num != 1 || wire != 0 {
+					t.Fatalf("session log field %d wire %d", num, wire)
+				}
+				ev.start = v == 1
+			})
 		case num == 5 && wire == 2: // Summary
 			fields(t, bs, func(num, wire int, _ uint64, val []byte) {
 				if num != 1 || wire != 2 {
@@ -164,16 +174,80 @@ func TestTensorBoardEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != len(m.Rows)+1 {
-		t.Fatalf("%d events, want %d (the version and one per row)", len(recs), len(m.Rows)+1)
+	if len(recs) != len(m.Rows)+2 {
+		t.Fatalf("%d events, want %d (the version, the start and one per row)", len(recs), len(m.Rows)+2)
 	}
 	if ev := decodeEvent(t, recs[0]); ev.version != "brain.Event:2" || ev.wallTime < 1.7e9 {
 		t.Errorf("first event: version %q, wall time %v", ev.version, ev.wallTime)
 	}
+	if ev := decodeEvent(t, recs[1]); !ev.start || ev.step != 0 {
+		t.Errorf("second event: start %v at step %d, want a START at step 0", ev.start, ev.step)
+	}
+	checkScalars(t, cfg.Out)
+	if len(m.Rows) != 3 || fmt.Sprint(m.Column("step")) != "[0 10 20]" {
+		t.Errorf("steps %v, want 0, 10, 20", m.Column("step"))
+	}
+	// A resume logs its first step again in a second file, after a START
+	// that makes TensorBoard drop the first file's events from that step on.
+	if _, err := Resume(context.Background(), cfg.Out, Changes{Steps: 30}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ = filepath.Glob(filepath.Join(cfg.Out, eventsPrefix+"*")); len(files) != 2 {
+		t.Errorf("after a resume: event files %v, want two", files)
+	}
+	if steps := checkScalars(t, cfg.Out); fmt.Sprint(steps) != "[0 10 20 30]" {
+		t.Errorf("after a resume TensorBoard shows steps %v, want 0, 10, 20, 30", steps)
+	}
+	cfg.Train.Steps = 10
+	if _, err := Run(context.Background(), cfg, Options{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ = filepath.Glob(filepath.Join(cfg.Out, eventsPrefix+"*")); len(files) != 1 {
+		t.Errorf("after a fresh run: event files %v, want one", files)
+	}
+}
+
+// checkScalars reads a run folder's event files as TensorBoard does, in
+// name order, and purges as its event accumulator does on a START after
+// the first (every event seen with a step at or above the START's), then
+// checks that what is left is metrics.csv: one event per row, in order,
+// with every value. It returns the steps shown.
+func checkScalars(t *testing.T, dir string) []int64 {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, eventsPrefix+"*"))
+	sort.Strings(files)
+	var shown []tfEvent
+	starts := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range readRecords(t, data) {
+			ev := decodeEvent(t, rec)
+			switch {
+			case ev.start:
+				if starts++; starts > 1 {
+					shown = slices.DeleteFunc(shown, func(e tfEvent) bool { return e.step >= ev.step })
+				}
+			case ev.version == "":
+				shown = append(shown, ev)
+			}
+		}
+	}
+	m, err := ReadMetrics(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(shown) != len(m.Rows) {
+		t.Fatalf("TensorBoard shows %d events, metrics.csv has %d rows", len(shown), len(m.Rows))
+	}
+	var steps []int64
 	for i, row := range m.Rows {
-		ev := decodeEvent(t, recs[i+1])
+		ev := shown[i]
+		steps = append(steps, ev.step)
 		if ev.step != int64(row[0]) {
-			t.Errorf("event %d: step %d, want %v", i+1, ev.step, row[0])
+			t.Errorf("event %d: step %d, want %v", i, ev.step, row[0])
 		}
 		want := 0
 		for c, name := range m.Header[1:] {
@@ -191,20 +265,5 @@ func TestTensorBoardEvents(t *testing.T) {
 			t.Errorf("step %d: %d scalars, want %d", ev.step, len(ev.values), want)
 		}
 	}
-	if len(m.Rows) != 3 || fmt.Sprint(m.Column("step")) != "[0 10 20]" {
-		t.Errorf("steps %v, want 0, 10, 20", m.Column("step"))
-	}
-	if _, err := Resume(context.Background(), cfg.Out, Changes{Steps: 30}, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if files, _ = filepath.Glob(filepath.Join(cfg.Out, eventsPrefix+"*")); len(files) != 2 {
-		t.Errorf("after a resume: event files %v, want two", files)
-	}
-	cfg.Train.Steps = 10
-	if _, err := Run(context.Background(), cfg, Options{Force: true}); err != nil {
-		t.Fatal(err)
-	}
-	if files, _ = filepath.Glob(filepath.Join(cfg.Out, eventsPrefix+"*")); len(files) != 1 {
-		t.Errorf("after a fresh run: event files %v, want one", files)
-	}
+	return steps
 }
