@@ -55,6 +55,16 @@ func (e *InputError) Unwrap() error { return e.Err }
 // inputf makes an InputError.
 func inputf(format string, args ...any) error { return &InputError{fmt.Errorf(format, args...)} }
 
+// ErrInUse is what taking a run folder's lock fails with (errors.Is) when
+// another run holds it.
+var ErrInUse = errors.New("run folder in use by another run")
+
+// inUse is the lock's refusal: its message, and errors.Is(err, ErrInUse).
+type inUse struct{ msg string }
+
+func (e inUse) Error() string        { return e.msg }
+func (e inUse) Is(target error) bool { return target == ErrInUse }
+
 // IsInput reports whether err is (or wraps) an InputError.
 func IsInput(err error) bool { return errors.As(err, new(*InputError)) }
 

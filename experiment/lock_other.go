@@ -3,6 +3,7 @@
 package experiment
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,7 +22,7 @@ func lockFolder(dir string) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		holder, _ := os.ReadFile(path)
-		return nil, inputf("out %s is in use by another run (lock file %s, pid %s): one writer per run folder", dir, path, string(holder))
+		return nil, &InputError{inUse{fmt.Sprintf("out %s is in use by another run (lock file %s, pid %s): one writer per run folder", dir, path, string(holder))}}
 	}
 	f.WriteString(strconv.Itoa(os.Getpid()) + "\n")
 	f.Close()

@@ -4,6 +4,7 @@ package experiment
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,7 +30,7 @@ func lockFolder(dir string) (unlock func(), err error) {
 		holder, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, inputf("out %s is in use by another run (pid %s): one writer per run folder; wait for it or choose another -out", dir, strings.TrimSpace(string(holder)))
+			return nil, &InputError{inUse{fmt.Sprintf("out %s is in use by another run (pid %s): one writer per run folder; wait for it or choose another -out", dir, strings.TrimSpace(string(holder)))}}
 		}
 		return nil, inputf("out %s: lock: %v", dir, err)
 	}

@@ -107,6 +107,19 @@ func WriteAttention(dir, graph string, step int, a trainers.AttentionStats) erro
 		a.ByDistance, a.PromptByPosition, a.Counts)
 }
 
+// RedrawAttention draws a run folder's heat map from outside its run (train
+// eval -checkpoint), under the folder's lock: when a run holds it (training
+// there now, and drawing its own at its end) nothing is written and the
+// error names the holder.
+func RedrawAttention(dir, graph string, step int, a trainers.AttentionStats) error {
+	unlock, err := lockFolder(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return WriteAttention(dir, graph, step, a)
+}
+
 // FormatNumber prints a hitting time: exact integers as such, others to 10
 // significant digits.
 func FormatNumber(x float64) string { return num(x) }

@@ -214,8 +214,9 @@
 //	                       policy: Monte Carlo only (-mc default: the run's
 //	                       -eval-rollouts; -horizon default: the run's, 50 times the
 //	                       starting hitting time), its success rate, the attention
-//	                       summary (also drawn as DIR/attention.png) and the theory;
-//	                       the JSON has the bigram's mc_* keys, mc_horizon, attention
+//	                       summary (also drawn as DIR/attention.png, unless a run is
+//	                       training in DIR) and the theory; the JSON has the
+//	                       bigram's mc_* keys, mc_horizon, attention
 //	-train-source          the RLVR optimum of the setting with the source row trained
 //	                       (default: frozen)
 //	-json                  one JSON object: hitting_time, per_target, abcd (per copy),

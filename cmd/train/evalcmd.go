@@ -96,7 +96,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			if *showProbs {
 				return usagef("eval: -probs: %s holds a transformer, whose probabilities depend on the whole rollout: see train sample %s -probs", *ckpt, *ckpt)
 			}
-			return evalTransformer(c, agentEval{n: *mc, horizon: *horizon, seed: *seed, search: *search, json: *asJSON}, stdout)
+			return evalTransformer(c, agentEval{n: *mc, horizon: *horizon, seed: *seed, search: *search, json: *asJSON}, stdout, stderr)
 		}
 		g, probs, *trainSource = c.Graph, c.Probs, c.Config.Train.TrainSource
 		*policy = "checkpoint " + *ckpt

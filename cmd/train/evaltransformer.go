@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -44,7 +45,7 @@ type transformerReport struct {
 // evalTransformer estimates a transformer's hitting time by Monte Carlo
 // (the run's number of evaluation rollouts and horizon unless -mc and
 // -horizon say otherwise) and summarises its attention.
-func evalTransformer(c *experiment.Checkpointed, o agentEval, w io.Writer) error {
+func evalTransformer(c *experiment.Checkpointed, o agentEval, w, stderr io.Writer) error {
 	if o.search {
 		return usagef("eval: -search-agent: the search agent samples a Markov policy's table; %s holds a transformer (drop -search-agent)", c.Dir)
 	}
@@ -66,8 +67,15 @@ func evalTransformer(c *experiment.Checkpointed, o agentEval, w io.Writer) error
 	if err != nil {
 		return err
 	}
-	if err := experiment.WriteAttention(c.Dir, g.Config.Name(), c.Step, att); err != nil {
-		return err
+	heatMap := filepath.Join(c.Dir, experiment.AttentionFile)
+	if err := experiment.RedrawAttention(c.Dir, g.Config.Name(), c.Step, att); err != nil {
+		if !errors.Is(err, experiment.ErrInUse) {
+			return err
+		}
+		// A run is training in the folder: the evaluation stands, and the
+		// heat map is the run's to draw at its end.
+		fmt.Fprintf(stderr, "train: eval: %s not redrawn: a run is training in %s and draws it at its end\n", heatMap, c.Dir)
+		heatMap = "not redrawn (a run is training in the folder)"
 	}
 	rep := &transformerReport{Graph: g.Config.Name(), Policy: "checkpoint " + c.Dir, Model: string(c.Config.Model), Step: c.Step,
 		States: g.NumStates(), Transitions: len(g.Next), Theory: c.Trainer.Predictions(), Horizon: o.horizon, Attention: &att, MC: res}
@@ -84,7 +92,7 @@ func evalTransformer(c *experiment.Checkpointed, o agentEval, w io.Writer) error
 	if c.Config.Transformer != nil && c.Config.Transformer.Prompt {
 		fmt.Fprintf(w, ", %.2f%% on the prompt", 100*att.OnPrompt)
 	}
-	fmt.Fprintf(w, "; heat map by position: %s\n", filepath.Join(c.Dir, experiment.AttentionFile))
+	fmt.Fprintf(w, "; heat map by position: %s\n", heatMap)
 	writeTheory(w, rep.Theory)
 	return nil
 }

@@ -18,7 +18,7 @@ import (
 // the bigram's Monte Carlo keys and the attention; the same seed gives the
 // same numbers; -search-agent and -probs (a Markov
 // policy's) are refused. The run and eval each write the
-// attention heat map.
+// attention heat map, eval only when no run holds the folder.
 func TestEvalTransformerCheckpoint(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tf")
 	if code, _, errs := runCLI(t, "run", "-model", "transformer", "-trainer", "ppo", "-W", "2", "-K", "2", "-L", "1",
@@ -64,6 +64,19 @@ func TestEvalTransformerCheckpoint(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Monte Carlo, horizon 3750 (300 rollouts") || !strings.Contains(out, "off the current token") {
 		t.Errorf("text: exit %d: %s%s", code, out, errs)
 	}
+	// While a run holds the folder, eval still evaluates but leaves the
+	// heat map alone (the run draws its own at its end).
+	release := holdLock(t, filepath.Join(dir, ".lock"))
+	os.Remove(png)
+	code, out, errs = runCLI(t, "eval", "-checkpoint", dir, "-mc", "300")
+	if code != 0 || !strings.Contains(out, "Monte Carlo, horizon 3750 (300 rollouts") || !strings.Contains(out, "heat map by position: not redrawn") ||
+		!strings.Contains(errs, "attention.png not redrawn: a run is training in") {
+		t.Errorf("a locked folder: exit %d: %s%s", code, out, errs)
+	}
+	if _, err := os.Stat(png); err == nil {
+		t.Error("eval drew the heat map into a folder a run holds")
+	}
+	release()
 	for _, flag := range []string{"-search-agent", "-probs"} {
 		code, _, errs = runCLI(t, "eval", "-checkpoint", dir, "-mc", "10", flag)
 		if code != 2 || !strings.Contains(errs, "holds a transformer") {
