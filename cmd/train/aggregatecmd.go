@@ -11,18 +11,15 @@ import (
 )
 
 func runAggregate(args []string, stdout, stderr io.Writer) error {
-	var dirs []string
-	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		dirs, args = append(dirs, args[0]), args[1:]
-	}
 	fs := newFlagSet("aggregate")
 	out := fs.String("out", "", "folder for runs.csv, summary.csv, summary.md and the figures (default: DIR/aggregate of the first DIR)")
 	allowMissing := fs.Bool("allow-missing", false, "exit 0 even when runs are missing, incomplete or stalled (they are still named)")
-	if err := parse(fs, args, stdout); err != nil {
+	dirs, err := parseMixed(fs, args, stdout) // folders and flags in any order
+	if err != nil {
 		return err
 	}
 	if len(dirs) == 0 {
-		return usagef("aggregate: name the sweep folders first: train aggregate DIR... [-out DIR] [-allow-missing]")
+		return usagef("aggregate: name the sweep folders: train aggregate DIR... [-out DIR] [-allow-missing]")
 	}
 	if *out == "" {
 		*out = filepath.Join(dirs[0], "aggregate")

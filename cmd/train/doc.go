@@ -30,9 +30,11 @@
 //	                       thm2-sft, thm4-separation, corollary-search,
 //	                       thm5-distill, fig5-sft-scaling, fig5-partial, fig6-ppo,
 //	                       fig7-transformer (alias transformer), fig8-hetero; by
-//	                       name only: compare-learners (the sweep
-//	                       docs/sweeps/compare-learners.json; -quick: its small
-//	                       graphs), rlvr-algorithms (exact RLVR, reinforce, ppo
+//	                       name only: compare-learners (the sweeps
+//	                       docs/sweeps/compare-learners.json and
+//	                       compare-learners-paper.json, whose PPO runs seeds 1-3
+//	                       are fig7-transformer's; -quick: the small graphs),
+//	                       rlvr-algorithms (exact RLVR, reinforce, ppo
 //	                       with the state and fork baselines, grpo, rloo, dr-grpo
 //	                       on the bigram, one sampled-token budget: W=K=5, L=3
 //	                       and W=K=15, L=5; -quick: W=K=3, L=2 for the latter)
@@ -43,6 +45,7 @@
 //	train aggregate DIR... [-out DIR] [-allow-missing]
 //	                       a sweep's run folders into one CSV, a table of means
 //	                       with 95% intervals over seeds, and figures
+//	(reproduce, sweep and aggregate take their arguments and flags in any order)
 //	train help             this text
 //
 // graph flags (run and eval):

@@ -38,6 +38,26 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	return nil
 }
 
+// parseMixed parses a subcommand whose flags and positional arguments may
+// come in any order (train aggregate DIR -out X DIR2, train reproduce
+// -quick fig3-4, train sweep -jobs 2 SPEC.json) and returns the positional
+// ones. A lone "-" is a positional argument, as for the flag package.
+func parseMixed(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, error) {
+	var pos []string
+	for {
+		for len(args) > 0 && (args[0] == "-" || !strings.HasPrefix(args[0], "-")) {
+			pos, args = append(pos, args[0]), args[1:]
+		}
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if err := parseFlags(fs, args, stdout); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+	}
+}
+
 // parseFlags is parse for a subcommand that takes the arguments after the
 // flags itself (fs.Args()).
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -20,19 +19,11 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	quick := fs.Bool("quick", false, "run every entry at a reduced size (a smoke test: about a minute)")
 	docs := fs.String("docs", "", "also copy the figures (and, after all, results.md) into this documentation folder, e.g. docs (not with -quick)")
 	// Entry names and flags in any order: train reproduce fig3-4 -quick thm2-sft.
-	var names []string
-	for {
-		for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-			names, args = append(names, args[0]), args[1:]
-		}
-		if err := parseFlags(fs, args, stdout); err != nil {
-			return err
-		}
-		if args = fs.Args(); len(args) == 0 {
-			break
-		}
+	names, err := parseMixed(fs, args, stdout)
+	if err != nil {
+		return err
 	}
-	names, err := reproduce.Check(names)
+	names, err = reproduce.Check(names)
 	if err != nil {
 		return usagef("reproduce: %v", err)
 	}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlvr-backtrack/backtrack/reproduce"
 )
@@ -56,6 +58,27 @@ func TestReproduceBadInput(t *testing.T) {
 	for _, args := range [][]string{{"reproduce"}, {"reproduce", "fig99"}, {"reproduce", "all", "-bogus"}, {"reproduce", "-quick", "fig99"}, {"reproduce", "-quick", "thm1-pretrain", "-bogus"}} {
 		if code, _, errs := runCLI(t, args...); code != 2 || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%v: exit %d, %q", args, code, errs)
+		}
+	}
+}
+
+// TestLoneDash: a lone "-" is an argument, not a flag, for the commands
+// that take arguments and flags in any order: each refuses it in one line
+// (reproduce once looped forever on it).
+func TestLoneDash(t *testing.T) {
+	for _, args := range [][]string{{"reproduce", "-"}, {"reproduce", "-quick", "-"}, {"aggregate", "-"}, {"sweep", "-", "-dry-run"}} {
+		done := make(chan string, 1)
+		go func() {
+			code, _, errs := runCLI(t, args...)
+			done <- fmt.Sprintf("exit %d, %q", code, errs)
+		}()
+		select {
+		case got := <-done:
+			if !strings.HasPrefix(got, "exit 2, ") || strings.Count(got, "\\n") != 1 {
+				t.Errorf("%v: %s; want exit 2 and one line", args, got)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%v: no answer in 20 s", args)
 		}
 	}
 }

@@ -123,7 +123,8 @@ func TestSweepBadInput(t *testing.T) {
 		{"k8s without count", smallSweep, nil, []string{"JOB_COMPLETION_INDEX", "1"}, "TRAIN_SWEEP_SHARDS is not set"},
 		{"env out of range", smallSweep, nil, []string{"SLURM_ARRAY_TASK_ID", "5", "SLURM_ARRAY_TASK_MIN", "0", "SLURM_ARRAY_TASK_MAX", "3"}, "SLURM_ARRAY_TASK_ID=5: want 0 <= i < n"},
 		{"unknown print", smallSweep, []string{"-print", "pbs"}, nil, `-print "pbs": want slurm or k8s`},
-		{"no spec", "", []string{"-jobs", "2"}, nil, "name the spec file first"},
+		{"no spec", "", []string{"-jobs", "2"}, nil, "name the spec file: train sweep SPEC.json"},
+		{"two specs", smallSweep, []string{"other.json"}, nil, "one spec file, got 2 arguments"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for i := 0; i < len(c.env); i += 2 {
@@ -212,7 +213,8 @@ func TestAggregateNamesFailedRuns(t *testing.T) {
 	if !contains(stdout, "| 0 of 2 |") || !contains(stdout, "**2 runs do not count**") {
 		t.Errorf("summary does not show the missing seeds:\n%s", stdout)
 	}
-	if code, _, errs := runCLI(t, "aggregate", out, "-allow-missing"); code != 0 {
+	// Flags and folders in any order.
+	if code, _, errs := runCLI(t, "aggregate", "-allow-missing", "-out", filepath.Join(t.TempDir(), "agg"), out); code != 0 {
 		t.Errorf("-allow-missing: exit %d: %s", code, errs)
 	}
 }

@@ -34,23 +34,8 @@ type sweepArgs struct {
 	cluster                 sweep.Cluster
 }
 
-// specArg splits a subcommand's leading positional argument from its flags.
-func specArg(name string, args []string) (string, []string, error) {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		if findFlag(args, "h") != "" || len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-			return "", args, nil
-		}
-		return "", nil, usagef("%s: name the spec file first: train %s SPEC.json [flags] (see train %s -h)", name, name, name)
-	}
-	return args[0], args[1:], nil
-}
-
 func runSweep(args []string, stdout, stderr io.Writer) error {
-	specPath, rest, err := specArg("sweep", args)
-	if err != nil {
-		return err
-	}
-	a := sweepArgs{spec: specPath}
+	var a sweepArgs
 	fs := newFlagSet("sweep")
 	fs.StringVar(&a.out, "out", "", "the sweep's folder (default: the spec's out, else runs/sweeps/<spec name>)")
 	fs.IntVar(&a.jobs, "jobs", 0, "runs trained at once (default: the number of cores; see the manual)")
@@ -68,12 +53,17 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.Image, "image", "backtrack-train:latest", "-print k8s: container image holding the train binary")
 	fs.StringVar(&c.Claim, "claim", "sweep", "-print k8s: persistent volume claim holding the spec and the run folders")
 	fs.StringVar(&c.Mount, "mount", "/sweep", "-print k8s: where the claim is mounted")
-	if err := parse(fs, rest, stdout); err != nil {
+	pos, err := parseMixed(fs, args, stdout) // the spec and flags in any order
+	if err != nil {
 		return err
 	}
-	if a.spec == "" {
-		return usagef("sweep: name the spec file first: train sweep SPEC.json [flags]")
+	switch {
+	case len(pos) == 0:
+		return usagef("sweep: name the spec file: train sweep SPEC.json [flags]")
+	case len(pos) > 1:
+		return usagef("sweep: one spec file, got %d arguments (%s)", len(pos), strings.Join(pos, " "))
 	}
+	a.spec = pos[0]
 	p, err := loadPlan("sweep", a.spec, a.out)
 	if err != nil {
 		return err
