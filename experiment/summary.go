@@ -38,7 +38,8 @@ type Summary struct {
 	// sampled-token cap, -max-tokens), until (within
 	// -until of the limit), optimum (no progress at the exact optimum of
 	// its setting), stationary (no progress at a stationary point above
-	// it), stall (no progress elsewhere; Stalled is set too).
+	// it), stall (no progress elsewhere; Stalled is set too), memory (the
+	// next batch of rollouts would not fit max_bytes: the policy diverged).
 	StopReason  trainers.Stop `json:"stop_reason"`
 	Stalled     bool          `json:"stalled"`
 	Steps       int           `json:"steps"`

@@ -113,10 +113,7 @@ func (c Config) Validate() error {
 		}
 	}
 	states, transitions := c.Size()
-	budget := c.MaxBytes
-	if budget == 0 {
-		budget = DefaultMaxBytes
-	}
+	budget := c.Budget()
 	if est := EstimateBytes(states, transitions); est > float64(budget) {
 		return fmt.Errorf("tasks: graph too large: %.0f states and %.0f transitions need about %s, over the budget of %s (max_bytes)",
 			states, transitions, humanBytes(est), humanBytes(float64(budget)))
@@ -225,4 +222,13 @@ func FormatBranches(b [][]int) string {
 		}
 	}
 	return sb.String()
+}
+
+// Budget is the memory budget in bytes: MaxBytes, or DefaultMaxBytes when
+// it is 0.
+func (c Config) Budget() int64 {
+	if c.MaxBytes == 0 {
+		return DefaultMaxBytes
+	}
+	return c.MaxBytes
 }

@@ -49,6 +49,10 @@ func (b *bigram) buildSampled() (*G.Node, error) {
 	return addRegularizers(cost, logp, b.refLog.node, b.share.node, cfg)
 }
 
+// transitionBytes: each transition's entry and log-probability (1.5
+// words) and the trainer's six per-token words.
+func (b *bigram) transitionBytes() float64 { return 8 * (1.5 + 6) }
+
 // rollouts samples the current table with eval's Markov sampler; the
 // log-probabilities are the table's (update reads them from it).
 func (b *bigram) rollouts(ctx context.Context, n, horizon int, seed uint64, targets []int) (*eval.AgentBatch, error) {

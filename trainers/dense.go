@@ -31,10 +31,7 @@ type denseState struct {
 // the graph's memory budget.
 func newDense(t *Trainer) (*dense, error) {
 	v := t.g.NumStates()
-	budget := t.g.Config.MaxBytes
-	if budget == 0 {
-		budget = tasks.DefaultMaxBytes
-	}
+	budget := t.g.Config.Budget()
 	// Measured at W=K=15, L=5 (7.46M dense entries): about 1.4 GB, some 190
 	// bytes per entry with gorgonia's intermediates and the optimiser.
 	const perEntry = 200
@@ -102,6 +99,7 @@ func (d *dense) estimate(context.Context) (float64, error) { return math.NaN(), 
 func (d *dense) rollouts(context.Context, int, int, uint64, []int) (*eval.AgentBatch, error) {
 	return nil, fmt.Errorf("trainers: pretraining samples no rollouts")
 }
+func (d *dense) transitionBytes() float64                  { return 0 }
 func (d *dense) entropy(*eval.AgentBatch, []int32) float64 { return math.NaN() }
 func (d *dense) update(*eval.AgentBatch, []int32, []float64, []float64) (ratioStats, error) {
 	return ratioStats{}, fmt.Errorf("trainers: pretraining takes no sampled updates")

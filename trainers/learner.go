@@ -112,6 +112,9 @@ type learner interface {
 	// ctx's error and changes nothing.
 	// Rollout i goes toward targets[i] (nil: a uniform target each).
 	rollouts(ctx context.Context, n, horizon int, seed uint64, targets []int) (*eval.AgentBatch, error)
+	// transitionBytes is about the memory one sampled transition takes in
+	// a batch, with the trainer's per-token arrays (Trainer.batchBytes).
+	transitionBytes() float64
 	// update takes a sampled trainer's optimiser steps (REINFORCE's one,
 	// the clipped objective's epochs over minibatches) on a batch with
 	// per-token advantages adv, token t's term of the loss divided by

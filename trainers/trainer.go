@@ -144,6 +144,10 @@ const (
 	StopStationary  Stop = "stationary"  // no progress, at a stationary point above the optimum
 	StopStall       Stop = "stall"       // no progress elsewhere: ErrStalled
 	StopInterrupted Stop = "interrupted" // the context was canceled
+	// StopMemory: the next batch of rollouts would not fit the memory
+	// budget (the graph's max_bytes; Trainer.batchBytes): the policy's
+	// hitting time, the horizon's unit, has grown that far.
+	StopMemory Stop = "memory"
 )
 
 // Stop is why the last Run returned ("" before any).
@@ -206,7 +210,12 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 			best, bestStep = l, t.done
 		}
 		stalled := t.cfg.Trainer.Stalls() && t.cfg.Patience > 0 && t.done-bestStep >= t.cfg.Patience
-		last := t.done >= t.cfg.Steps || t.converged(row) || stalled || t.spent()
+		need, err := t.batchBytes(ctx)
+		if err != nil {
+			return row, err
+		}
+		overBudget := need > float64(t.g.Config.Budget())
+		last := t.done >= t.cfg.Steps || t.converged(row) || stalled || t.spent() || overBudget
 		logged := t.done%t.cfg.LogEvery == 0 || last
 		if logged {
 			t.l.abcd(&row)
@@ -231,6 +240,8 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 				t.stop = StopUntil
 			case t.spent() && t.done < t.cfg.Steps:
 				t.stop = StopTokens
+			case overBudget && t.done < t.cfg.Steps:
+				t.stop = StopMemory
 			default:
 				t.stop = StopSteps
 			}
@@ -252,6 +263,26 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 			}
 		}
 	}
+}
+
+// batchBytes is about the memory the next sampled batch would take (0 for
+// a trainer that samples nothing): its rollouts end at their target, after
+// about the latest hitting time on average, or at the horizon (a multiple
+// of it), so each is counted at min(horizon, 2 x the hitting time) (long
+// tails, and a hitting time that may have risen since it was measured),
+// at the learner's bytes per transition. A run whose policy diverges
+// (GRPO at the paper's size climbs from 5e4 to 1e6 in 50 steps) would
+// otherwise grow its batches until the machine runs out of memory.
+func (t *Trainer) batchBytes(ctx context.Context) (float64, error) {
+	if !t.cfg.Trainer.Sampled() {
+		return 0, nil
+	}
+	est, err := t.l.estimate(ctx)
+	if err != nil {
+		return 0, err
+	}
+	horizon := math.Ceil(t.cfg.HorizonFactor * est)
+	return float64(t.cfg.Rollouts) * math.Min(horizon, 2*est) * t.l.transitionBytes(), nil
 }
 
 // stallReason classifies a run that stopped improving: at the exact

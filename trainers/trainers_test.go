@@ -388,3 +388,38 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestStopMemory: a sampled run stops, with stop reason memory and a normal
+// return, when its next batch would not fit the graph's memory budget. At
+// W=2, K=2, L=1 the pretrained bigram's hitting time is H_0 = 75
+// (Appendix B), so 8 rollouts at horizon 2 x 75 take 8 x 150 x 60 bytes
+// (transitionBytes: 7.5 words) = 72000: at a rate that leaves the policy
+// where it is, a budget of 72001 trains, 71999 stops before the first step. A horizon factor of 20 counts each rollout
+// at twice the hitting time, not at its horizon.
+func TestStopMemory(t *testing.T) {
+	for _, tc := range []struct {
+		budget int64
+		factor float64
+		want   Stop
+		steps  int
+	}{{72001, 2, StopSteps, 3}, {71999, 2, StopMemory, 0}, {72001, 20, StopSteps, 3}, {71999, 20, StopMemory, 0}} {
+		g := graph(t, tasks.Config{W: 2, K: 2, L: 1, MaxBytes: tc.budget})
+		cfg := DefaultConfig()
+		cfg.Trainer, cfg.Rollouts, cfg.Steps, cfg.Until, cfg.HorizonFactor = Reinforce, 8, 3, 0, tc.factor
+		cfg.Optim.LR = 1e-9 // the hitting time stays at 75 to about 1e-9
+		tr, err := New(cfg, g, Setup{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		need, err := tr.batchBytes(context.Background())
+		if err != nil || need != 72000 {
+			t.Errorf("factor %g: batch %v bytes (%v), want 8 x 150 x 60 = 72000", tc.factor, need, err)
+		}
+		if _, err := tr.Run(context.Background(), Hooks{}); err != nil {
+			t.Fatal(err)
+		}
+		if tr.Stop() != tc.want || tr.Steps() != tc.steps {
+			t.Errorf("budget %d, factor %g: stop %s after %d steps, want %s after %d", tc.budget, tc.factor, tr.Stop(), tr.Steps(), tc.want, tc.steps)
+		}
+	}
+}

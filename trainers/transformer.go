@@ -88,6 +88,8 @@ type transformer struct {
 	table  *table
 	buf    eval.Buffers // the rollouts' memory, reused from step to step
 	mcCap  int          // the Monte Carlo horizon
+	// tokenBytes is a sampled transition's memory (transitionWords).
+	tokenBytes float64
 	traces []tokenSeq   // distill with fixed traces
 	// passTime is the wall time spent in the windows pass (pass) so far:
 	// the benchmarks report the tokens it trains per second of it.
@@ -169,6 +171,7 @@ func newTransformer(t *Trainer, s Setup) (*transformer, error) {
 	if err := checkMemory(g, cfg, opts, tcfg, start.HittingTime); err != nil {
 		return nil, err
 	}
+	l.tokenBytes = 8 * transitionWords(g, tcfg)
 	if l.tr, err = nn.NewTransformerFromBigram(tcfg, logits, rand.New(rand.NewPCG(cfg.Seed, 0x3c6ef372fe94f82b))); err != nil {
 		return nil, err
 	}

@@ -168,10 +168,7 @@ func (l *transformer) newSolver(cfg Config, opts TransformerOptions) (nn.Solver,
 // a margin), plus the trainer's per-token states, returns, advantages and
 // tokens.
 func checkMemory(g *tasks.Graph, cfg Config, opts TransformerOptions, tc nn.TransformerConfig, h0 float64) error {
-	budget := g.Config.MaxBytes
-	if budget == 0 {
-		budget = tasks.DefaultMaxBytes
-	}
+	budget := g.Config.Budget()
 	v, d, c, h := float64(tc.Vocab), float64(tc.Dim), float64(opts.Context), float64(opts.Heads)
 	nnz := float64(tc.Support.NNZ())
 	r := float64(maxRow(tc.Support))
@@ -184,8 +181,7 @@ func checkMemory(g *tasks.Graph, cfg Config, opts TransformerOptions, tc nn.Tran
 	words := params + solver + 4*graph + tables     // the graph's buffers kept forward and backward
 	batch := 0.0
 	if cfg.Trainer.Sampled() {
-		perToken := 2*(1.5+nnz/float64(g.NumStates())) + 6 // in words: entry and log-probability (1.5), the row, twice; the trainer's six
-		batch = 2 * float64(cfg.Rollouts) * h0 * perToken
+		batch = 2 * float64(cfg.Rollouts) * h0 * transitionWords(g, tc)
 	}
 	if need := 8 * (words + batch); need > float64(budget) {
 		return fmt.Errorf("trainers: transformer: width %d, context %d, %d windows of %d tokens and %d rollouts of about %.0f tokens need about %.3g GiB, over the budget of %.3g GiB (max_bytes): lower -rollouts, -context, -stride, -windows or -dim",
@@ -193,6 +189,16 @@ func checkMemory(g *tasks.Graph, cfg Config, opts TransformerOptions, tc nn.Tran
 	}
 	return nil
 }
+
+// transitionWords is the memory of one sampled transition, in 8-byte words:
+// its entry and log-probability (1.5) and its row (the mean out-degree),
+// each twice (the workers' buffers and the joined batch), and the trainer's
+// six per-token words.
+func transitionWords(g *tasks.Graph, tc nn.TransformerConfig) float64 {
+	return 2*(1.5+float64(tc.Support.NNZ())/float64(g.NumStates())) + 6
+}
+
+func (l *transformer) transitionBytes() float64 { return l.tokenBytes }
 
 // maxRow is the longest support row.
 func maxRow(s nn.Support) int {

@@ -62,5 +62,7 @@ func printSummary(w io.Writer, s experiment.Summary) {
 		fmt.Fprintf(w, "  stopped: no further progress at the exact optimum of the setting (within 1e-6)\n")
 	case "stationary":
 		fmt.Fprintf(w, "  stopped: no further progress at a stationary point (exact gradient ~0) above the optimum\n")
+	case "memory":
+		fmt.Fprintf(w, "  stopped: the hitting time grew so far that the next batch of rollouts would not fit the memory budget (-max-bytes): the policy diverged\n")
 	}
 }
