@@ -23,6 +23,7 @@ type RunData struct {
 	Name   string            // folder name
 	Dir    string            // "" when no folder was found
 	Index  int               // in the sweep's index (-1: not indexed)
+	sweep  int               // which of Collect's dirs listed or held it first
 	Config experiment.Config // resolved, without its folder
 	Fields map[string]string
 	// Summary and Metrics of a completed run; Problem says why a run does
@@ -99,12 +100,15 @@ func runLabel(r *RunData) string {
 // their own copy of the sweep's folder). When a dir holds the sweep's index
 // (IndexFile), its runs are the ones expected: a run of the index without a
 // folder is missing, and run folders outside every index are left out
-// (Ignored). Without any index, every run folder found counts.
+// (Ignored). Without any index, every run folder found counts. Runs come in
+// the order of dirs (the first that lists or holds each), then of their
+// index.
 func Collect(dirs []string) (*Collection, error) {
 	found := map[string]string{} // folder name -> its path (a completed copy first)
 	expected := map[string]IndexEntry{}
+	sweepOf := map[string]int{} // folder name -> the first dir that lists or holds it
 	indexed := false
-	for _, dir := range dirs {
+	for i, dir := range dirs {
 		if _, err := os.Stat(dir); err != nil {
 			return nil, fmt.Errorf("%s: %v", dir, err)
 		}
@@ -112,6 +116,9 @@ func Collect(dirs []string) (*Collection, error) {
 			indexed = true
 			for _, e := range ix.Runs {
 				expected[e.Name] = e
+				if _, ok := sweepOf[e.Name]; !ok {
+					sweepOf[e.Name] = i
+				}
 			}
 		} else if !os.IsNotExist(err) {
 			return nil, err
@@ -126,6 +133,9 @@ func Collect(dirs []string) (*Collection, error) {
 			name := filepath.Base(path)
 			if old, ok := found[name]; !ok || !exists(filepath.Join(old, experiment.SummaryFile)) {
 				found[name] = path
+			}
+			if _, ok := sweepOf[name]; !ok {
+				sweepOf[name] = i
 			}
 			return filepath.SkipDir
 		})
@@ -152,11 +162,15 @@ func Collect(dirs []string) (*Collection, error) {
 		if err != nil {
 			return nil, err
 		}
+		r.sweep = sweepOf[name]
 		c.Runs = append(c.Runs, r)
 	}
 	sort.Strings(c.Ignored)
 	sort.Slice(c.Runs, func(i, j int) bool {
 		a, b := c.Runs[i], c.Runs[j]
+		if a.sweep != b.sweep { // the dirs' order: several sweeps aggregated together stay apart
+			return a.sweep < b.sweep
+		}
 		if a.Index != b.Index {
 			return a.Index < b.Index
 		}

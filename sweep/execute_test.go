@@ -176,3 +176,35 @@ func TestOtherConfigRefused(t *testing.T) {
 		t.Errorf("got %v after %d runs started, want run 1 refused before any", err, started)
 	}
 }
+
+// TestCollectKeepsSweepsApart: two sweeps aggregated together (each with
+// its own index 0, 1, ...) keep the order of the folders given, each in
+// its index's order, rather than interleaving by index.
+func TestCollectKeepsSweepsApart(t *testing.T) {
+	base := t.TempDir()
+	a := plan(t, `{"base": {"train": {"trainer": "rlvr-exact", "steps": 2, "until": 0}}, "grid": {"train.seed": [1, 2]}}`, filepath.Join(base, "a"))
+	b := plan(t, `{"base": {"graph": {"W": 2, "K": 2, "L": 1}, "train": {"trainer": "rlvr-exact", "steps": 2, "until": 0}}, "grid": {"train.seed": [1, 2]}}`, filepath.Join(base, "b"))
+	for _, p := range []*Plan{a, b} {
+		if _, err := Execute(context.Background(), p, Options{Jobs: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, order := range [][]*Plan{{b, a}, {a, b}} {
+		c, err := Collect([]string{order[0].Out, order[1].Out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want []string
+		for _, r := range c.Runs {
+			got = append(got, r.Name)
+		}
+		for _, p := range order {
+			for _, r := range p.Runs {
+				want = append(want, r.Name)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("runs in the order\n%v\nwant\n%v", got, want)
+		}
+	}
+}
