@@ -57,7 +57,7 @@ func TestRanPaper(t *testing.T) {
 // figures are missing is an error.
 func TestStudyPage(t *testing.T) {
 	dir, docs := t.TempDir(), t.TempDir()
-	files := map[string]string{"summary.md": "| model | trainer |\n| --- | --- |\n| bigram | ppo |\n",
+	files := map[string]string{"summary.md": "# Sweep aggregate\n\n| model | trainer |\n| --- | --- |\n| bigram | ppo |\n",
 		"hitting_time-W3K3L2.png": "png 1", "hitting_time-W15K15L5.png": "png 2", "runs.csv": "not a figure"}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
@@ -80,7 +80,10 @@ func TestStudyPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# compare-learners", "Measured: a measurement. Agreement: yes.", files["summary.md"],
+	if strings.Contains(string(page), "# Sweep aggregate") {
+		t.Errorf("the page keeps the table's own title:\n%s", page)
+	}
+	for _, want := range []string{"# compare-learners", "Measured: a measurement. Agreement: yes.", strings.TrimPrefix(files["summary.md"], "# Sweep aggregate\n\n"),
 		"![compare-learners-W3K3L2](compare-learners-W3K3L2.png)", "![compare-learners-W15K15L5](compare-learners-W15K15L5.png)"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("page lacks %q:\n%s", want, page)

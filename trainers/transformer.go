@@ -85,12 +85,12 @@ type transformer struct {
 	st transformerState
 	// table is set when the logit table B learns from every sampled
 	// token (transformer_table.go) rather than from the windows.
-	table  *table
-	buf    eval.Buffers // the rollouts' memory, reused from step to step
-	mcCap  int          // the Monte Carlo horizon
+	table *table
+	buf   eval.Buffers // the rollouts' memory, reused from step to step
+	mcCap int          // the Monte Carlo horizon
 	// tokenBytes is a sampled transition's memory (transitionWords).
 	tokenBytes float64
-	traces []tokenSeq   // distill with fixed traces
+	traces     []tokenSeq // distill with fixed traces
 	// passTime is the wall time spent in the windows pass (pass) so far:
 	// the benchmarks report the tokens it trains per second of it.
 	passTime time.Duration
