@@ -26,9 +26,14 @@ const smallStates = 100
 // whichever entry runs first trains them and the other finds them done.
 const paperRuns = "runs-paper"
 
+// paperSpec is the paper-size comparison's spec.
+func paperSpec() (*sweep.Spec, error) {
+	return sweep.ParseSpec(sweeps.CompareLearnersPaper, compareLearners+"-paper")
+}
+
 // paperPlan expands the paper-size comparison into its shared folder.
 func (r *reproducer) paperPlan() (*sweep.Plan, error) {
-	s, err := sweep.ParseSpec(sweeps.CompareLearnersPaper, compareLearners+"-paper")
+	s, err := paperSpec()
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func TestCompareLearnersSpec(t *testing.T) {
 // at most 3000 steps), the bigram learning at the transformer's table rate;
 // GRPO, SFT and distillation keep the small graphs' budgets.
 func TestCompareLearnersPaperSpec(t *testing.T) {
-	s, err := sweep.ParseSpec(sweeps.CompareLearnersPaper, compareLearners+"-paper")
+	s, err := paperSpec()
 	if err != nil {
 		t.Fatal(err)
 	}

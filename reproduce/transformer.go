@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/rlvr-backtrack/backtrack/docs/sweeps"
 	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/figures"
 	"github.com/rlvr-backtrack/backtrack/sweep"
@@ -133,7 +132,7 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 // spec, seeds 1 to fig7Seeds, in their shared folder; -quick, the same at
 // W=K=3, L=2 in dir/runs.
 func (r *reproducer) fig7Plan(dir string) (*sweep.Plan, error) {
-	s, err := sweep.ParseSpec(sweeps.CompareLearnersPaper, compareLearners+"-paper")
+	s, err := paperSpec()
 	if err != nil {
 		return nil, err
 	}
