@@ -104,10 +104,6 @@ func (r *reproducer) compareLearners(dir string) (string, string, error) {
 	if problems := c.Problems(); len(problems) > 0 {
 		return "", "", fmt.Errorf("%s", strings.Join(problems, "; "))
 	}
-	runSeconds := 0.0 // the runs' own wall time, whenever they ran
-	for _, run := range c.Runs {
-		runSeconds += run.Summary.WallSeconds
-	}
 	groups, _ := c.Groups()
 	// PPO's final hitting time per graph and learner.
 	type key struct{ graph, model string }
@@ -143,7 +139,7 @@ func (r *reproducer) compareLearners(dir string) (string, string, error) {
 		size = fmt.Sprintf("graphs of at most %d states", smallStates)
 	}
 	m := fmt.Sprintf("%d runs (%s, 5 seeds; %.0f s of runs, %.0f s this time); PPO's final hitting time over seeds (mean ± 95%%): %s; GRPO, SFT and distillation in summary.md",
-		runs, size, runSeconds, time.Since(start).Seconds(), strings.Join(parts, "; "))
+		runs, size, c.RunSeconds(), time.Since(start).Seconds(), strings.Join(parts, "; "))
 	return m, yes(ok), nil
 }
 

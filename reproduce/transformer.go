@@ -118,13 +118,9 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 	// final hitting time is no worse than the bigram's or within 5% of the
 	// limit.
 	ok := tf.N == fig7Seeds && bg.N == fig7Seeds && tf.Mean <= math.Max(bg.Mean, 1.05*limit)+ci
-	runSeconds := 0.0 // the runs' own wall time, whenever they ran
-	for _, run := range c.Runs {
-		runSeconds += run.Summary.WallSeconds
-	}
 	ppo := p.Runs[len(p.Runs)-1].Config.Train
 	m := fmt.Sprintf("W=K=%d, L=%d, PPO (fork baseline, %d rollouts per step, horizon %g hitting times), seeds 1-%d, final hitting time over seeds (mean ± 95%%): bigram %s (exact), transformer %s (Monte Carlo); limit %s; %d runs, %.0f s of runs (learners.md)",
-		k, l, ppo.Rollouts, ppo.HorizonFactor, fig7Seeds, estimate(bg), estimate(tf), experiment.FormatNumber(limit), len(c.Runs), runSeconds)
+		k, l, ppo.Rollouts, ppo.HorizonFactor, fig7Seeds, estimate(bg), estimate(tf), experiment.FormatNumber(limit), len(c.Runs), c.RunSeconds())
 	return m, yes(ok), nil
 }
 

@@ -77,6 +77,18 @@ type Collection struct {
 	Ignored []string   // run folders found but not in the sweeps' indexes
 }
 
+// RunSeconds is the completed runs' own wall time, summed: what they cost
+// whenever they ran, however many ran at once.
+func (c *Collection) RunSeconds() float64 {
+	s := 0.0
+	for _, r := range c.Runs {
+		if r.Summary != nil {
+			s += r.Summary.WallSeconds
+		}
+	}
+	return s
+}
+
 // Problems lists the runs that do not count, one line each.
 func (c *Collection) Problems() []string {
 	var out []string
