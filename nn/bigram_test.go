@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	G "gorgonia.org/gorgonia"
 )
 
@@ -162,7 +163,7 @@ func TestBigramFrozenRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	step, err := NewStep(cost, b.Learnables(), &SGDSolver{LR: 0.5})
+	step, err := NewStep(cost, b.Learnables(), &solvers.SGD{LR: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +360,7 @@ func benchStep(b *testing.B, loss func(*Bigram, *G.Node) (*G.Node, error)) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	step, err := NewStep(cost, bg.Learnables(), &SignSolver{LR: 0.01})
+	step, err := NewStep(cost, bg.Learnables(), &solvers.Sign{LR: 0.01})
 	if err != nil {
 		b.Fatal(err)
 	}

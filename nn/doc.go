@@ -17,10 +17,6 @@
 //     two losses trainers build on it: a weighted log-likelihood
 //     (cross-entropy) and an expected cost (policy-gradient surrogate)
 //     (bigram.go).
-//   - Solvers: sign gradient descent (the paper's optimiser), SGD and Adam,
-//     each with a State that checkpoints save and restore exactly
-//     (optim.go, adam.go), and GroupSolver, one solver and rate per group
-//     of parameters (groups.go).
 //   - Step: one tape machine per graph running cost, gradient and update
 //     (step.go).
 //   - Transformer: one causal self-attention layer over the past tokens
@@ -59,7 +55,7 @@
 //	b, _ := nn.NewBigram(cfg, nil)
 //	c := G.NewVector(b.Graph(), G.Float64, G.WithShape(b.NumParams()), G.WithName("c"))
 //	cost, _ := b.ExpectedCost(c)
-//	solver, _ := nn.NewSolver(nn.DefaultOptimConfig())
+//	solver, _ := solvers.New(solvers.DefaultConfig())
 //	step, _ := nn.NewStep(cost, b.Learnables(), solver)
 //	defer step.Close()
 //	for ... {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	G "gorgonia.org/gorgonia"
 )
 
@@ -30,11 +31,11 @@ func TestNewStepErrors(t *testing.T) {
 		solver     G.Solver
 		want       string
 	}{
-		{"nil cost", nil, b.Learnables(), &SignSolver{LR: 1}, "cost must be a scalar"},
-		{"vector cost", b.LogProbs(), b.Learnables(), &SignSolver{LR: 1}, "cost must be a scalar"},
-		{"no learnables", cost, nil, &SignSolver{LR: 1}, "no learnables"},
+		{"nil cost", nil, b.Learnables(), &solvers.Sign{LR: 1}, "cost must be a scalar"},
+		{"vector cost", b.LogProbs(), b.Learnables(), &solvers.Sign{LR: 1}, "cost must be a scalar"},
+		{"no learnables", cost, nil, &solvers.Sign{LR: 1}, "no learnables"},
 		{"nil solver", cost, b.Learnables(), nil, "nil solver"},
-		{"learnable of another graph", cost, G.Nodes{stranger}, &SignSolver{LR: 1}, "nn: step"},
+		{"learnable of another graph", cost, G.Nodes{stranger}, &solvers.Sign{LR: 1}, "nn: step"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,7 +68,7 @@ func TestStepEvalDoesNotUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	step, err := NewStep(cost, b.Learnables(), &SignSolver{LR: 0.1})
+	step, err := NewStep(cost, b.Learnables(), &solvers.Sign{LR: 0.1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestStepMatchesAnalytic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	step, err := NewStep(cost, b.Learnables(), &SGDSolver{LR: lr})
+	step, err := NewStep(cost, b.Learnables(), &solvers.SGD{LR: lr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	solver, err := NewSolver(OptimConfig{Name: "sign", LR: 0.01})
+	solver, err := solvers.New(solvers.Config{Name: "sign", LR: 0.01})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -231,7 +232,7 @@ func TestAccumulateSumsGradients(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		step, err := NewStep(cost, b.Learnables(), &SGDSolver{LR: 0.3})
+		step, err := NewStep(cost, b.Learnables(), &solvers.SGD{LR: 0.3})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -74,7 +75,7 @@ func benchTrain(b *testing.B, s Support, logits []float64, cfg TransformerConfig
 	if err != nil {
 		b.Fatal(err)
 	}
-	solver, err := NewSolver(OptimConfig{Name: "adam", LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
+	solver, err := solvers.New(solvers.Config{Name: "adam", LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/figures"
-	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/sweep"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 	"github.com/rlvr-backtrack/backtrack/trainers"
@@ -35,7 +35,7 @@ func (r *reproducer) fig34(dir string) (string, string, error) {
 func (r *reproducer) thm1(dir string) (string, string, error) {
 	rc := experiment.DefaultConfig()
 	rc.Graph = graphConfig(2, 2, 2)
-	rc.Train.Trainer, rc.Train.Optim = trainers.Pretrain, nn.OptimConfig{Name: "sgd", LR: 50}
+	rc.Train.Trainer, rc.Train.Optim = trainers.Pretrain, solvers.Config{Name: "sgd", LR: 50}
 	rc.Train.Steps, rc.Train.Until, rc.Train.LogEvery = 400, 0, 1
 	s, err := r.trainEntry(dir, rc)
 	if err != nil {
@@ -49,7 +49,7 @@ func (r *reproducer) thm2(dir string) (string, string, error) {
 	rc := experiment.DefaultConfig()
 	k, l := r.sized(6, 3), r.sized(3, 2)
 	rc.Graph = graphConfig(6, k, l)
-	rc.Train.Trainer, rc.Train.Optim = trainers.SFT, nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	rc.Train.Trainer, rc.Train.Optim = trainers.SFT, solvers.Config{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 	s, err := r.trainEntry(dir, rc)
 	if err != nil {
 		return "", "", err

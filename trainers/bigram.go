@@ -10,6 +10,7 @@ import (
 	"github.com/rlvr-backtrack/backtrack/checkpoints"
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 	"github.com/rlvr-backtrack/backtrack/tokenizer"
 )
@@ -23,11 +24,11 @@ func init() {
 		defaults: func(k Kind, d *Defaults) {
 			switch k {
 			case PPO:
-				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+				d.Optim = solvers.Config{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 			case Reinforce:
-				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+				d.Optim = solvers.Config{Name: "adam", LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 			case GRPO, RLOO, DrGRPO:
-				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+				d.Optim = solvers.Config{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 			}
 		},
 		build: func(t *Trainer, s Setup) (learner, error) {
@@ -45,7 +46,7 @@ type bigramStep struct {
 	t     *Trainer
 	model *nn.Bigram
 	step  *nn.Step
-	solv  nn.Solver
+	solv  solvers.Solver
 	in    vec       // (P) loss constants: pair weights, RLVR advantages, REINFORCE weights
 	pairs []float64 // cross-entropy pair weights, one per support entry
 }
@@ -53,7 +54,7 @@ type bigramStep struct {
 // compile takes the gradient of cost and compiles the step.
 func (b *bigramStep) compile(cost *G.Node) error {
 	var err error
-	if b.solv, err = nn.NewSolver(b.t.cfg.Optim); err != nil {
+	if b.solv, err = solvers.New(b.t.cfg.Optim); err != nil {
 		return err
 	}
 	b.step, err = nn.NewStep(cost, b.model.Learnables(), b.solv)
@@ -98,7 +99,7 @@ func crossEntropy(pairs, probs []float64) float64 {
 // them since the loss was built).
 func (b *bigramStep) crossEntropyStep(context.Context) error { return b.runStep(b.in) }
 
-func (b *bigramStep) solver() nn.Solver       { return b.solv }
+func (b *bigramStep) solver() solvers.Solver  { return b.solv }
 func (b *bigramStep) vocab() *tokenizer.Vocab { return tokenizer.New(b.t.g) }
 func (b *bigramStep) close() error            { return b.step.Close() }
 func (b *bigramStep) state() any              { return nil }

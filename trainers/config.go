@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 )
 
 // Config configures one training run on a world graph. The fields whose
@@ -16,7 +16,7 @@ import (
 type Config struct {
 	// Trainer is the trainer kind (see Kind).
 	Trainer Kind           `json:"trainer"`
-	Optim   nn.OptimConfig `json:"optimizer"`
+	Optim   solvers.Config `json:"optimizer"`
 	// LRDecay schedules the learning rate over the Steps: "" (constant) or
 	// "linear" (from the optimiser's lr down to lr/Steps at the last step).
 	LRDecay string `json:"lr_decay,omitempty"`
@@ -116,14 +116,14 @@ var LossAggs = []string{"token", "sequence", "constant"}
 // of its limit, with the trainer- and model-dependent fields unset
 // (Resolve fills them: sign descent with lr 0.01 for exact RLVR).
 func DefaultConfig() Config {
-	return Config{Trainer: RLVRExact, Optim: nn.OptimConfig{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, Steps: 20000, Until: 1e-3, Seed: 1, LogEvery: 10, Patience: 1000,
+	return Config{Trainer: RLVRExact, Optim: solvers.Config{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, Steps: 20000, Until: 1e-3, Seed: 1, LogEvery: 10, Patience: 1000,
 		Beta: 3e-4, Epochs: 2, Minibatches: 2, Clip: 0.2, Lambda: 0.95, CriticRate: 0.5, NormalizeAdvantages: true}
 }
 
 // Defaults are the values of the trainer- and model-dependent fields that
 // Resolve fills when they are unset.
 type Defaults struct {
-	Optim         nn.OptimConfig
+	Optim         solvers.Config
 	Rollouts      int
 	Baseline      string
 	HorizonFactor float64
@@ -137,7 +137,7 @@ type Defaults struct {
 // horizon of twice the hitting time, unless the model registered others
 // (each model's file says which and why).
 func defaultsFor(k Kind, m Model) Defaults {
-	d := Defaults{Optim: nn.DefaultOptimConfig(), Rollouts: 256, Baseline: "state", HorizonFactor: 2}
+	d := Defaults{Optim: solvers.DefaultConfig(), Rollouts: 256, Baseline: "state", HorizonFactor: 2}
 	if k.Grouped() {
 		// TRL's GRPOConfig: num_generations 8; token-level aggregation for
 		// grpo and rloo, the constant normaliser for dr-grpo.
@@ -167,7 +167,7 @@ func (c Config) Resolve(m Model) Config {
 	case c.Optim.LR == 0 && c.Optim.Name == d.Optim.Name:
 		c.Optim.LR = d.Optim.LR
 	case c.Optim.LR == 0:
-		c.Optim.LR = nn.DefaultOptimConfig().LR
+		c.Optim.LR = solvers.DefaultConfig().LR
 	}
 	if c.Rollouts == 0 {
 		c.Rollouts = d.Rollouts

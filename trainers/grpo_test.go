@@ -10,7 +10,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
-	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -134,7 +134,7 @@ func TestK3PenaltyKnownAnswer(t *testing.T) {
 func groupConfig(k Kind, rollouts int) Config {
 	cfg := DefaultConfig()
 	cfg.Trainer, cfg.Rollouts, cfg.Epochs, cfg.Minibatches, cfg.Steps = k, rollouts, 1, 1, 1
-	cfg.Optim = nn.OptimConfig{Name: "sgd", LR: 0.5}
+	cfg.Optim = solvers.Config{Name: "sgd", LR: 0.5}
 	cfg.NormalizeAdvantages = false
 	return cfg
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rlvr-backtrack/backtrack/checkpoints"
 	"github.com/rlvr-backtrack/backtrack/eval"
-	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/tokenizer"
 )
 
@@ -130,7 +130,7 @@ type learner interface {
 	newAgent() func() (eval.Agent, error)
 	// solver is the optimiser (its state is checkpointed, its rate
 	// scheduled).
-	solver() nn.Solver
+	solver() solvers.Solver
 	// layout names the parameter layout in checkpoints; tensors are the
 	// parameters, named, and setTensors restores them.
 	layout() string

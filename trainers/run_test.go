@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
-	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -181,7 +181,7 @@ func TestStallDetected(t *testing.T) {
 func TestNumericalFaultStops(t *testing.T) {
 	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
 	cfg := DefaultConfig()
-	cfg.Optim = nn.OptimConfig{Name: "sgd", LR: 1e308}
+	cfg.Optim = solvers.Config{Name: "sgd", LR: 1e308}
 	tr, err := New(cfg, g, Setup{})
 	if err != nil {
 		t.Fatal(err)

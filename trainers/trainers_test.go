@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -329,7 +330,7 @@ func TestDistill(t *testing.T) {
 func TestPretrainBound(t *testing.T) {
 	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
 	cfg := DefaultConfig()
-	cfg.Trainer, cfg.Optim = "pretrain", nn.OptimConfig{Name: "sgd", LR: 50}
+	cfg.Trainer, cfg.Optim = "pretrain", solvers.Config{Name: "sgd", LR: 50}
 	cfg.Steps, cfg.LogEvery, cfg.Until = 400, 1, 0
 	tr, err := New(cfg, g, Setup{})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/tokenizer"
 )
 
@@ -38,7 +39,7 @@ func init() {
 			// under the same PPO does the same: 2.2G sampled tokens to
 			// within 5% of the limit at horizon 2, 1.7G at 20).
 			if k.Sampled() {
-				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.0003, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+				d.Optim = solvers.Config{Name: "adam", LR: 0.0003, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 				d.Rollouts = 128
 				// The group-relative trainers keep their group baseline
 				// and the paper's horizon of 2: with 20, GRPO at W=K=3,
@@ -73,7 +74,7 @@ type transformer struct {
 	tr   *nn.Transformer
 	fw   *nn.TransformerBatch
 	step *nn.Step
-	solv nn.Solver
+	solv solvers.Solver
 	rowT int // tokens per row
 
 	w                      vec       // (N) cross-entropy and reinforce weights
@@ -191,7 +192,7 @@ func newTransformer(t *Trainer, s Setup) (*transformer, error) {
 	// the rest; otherwise the windows graph trains every parameter.
 	learn, main := l.tr.Learnables(), l.solv
 	if opts.Init == "table" && cfg.Trainer.Sampled() {
-		learn, main = learn[:len(learn)-1], l.solv.(*nn.GroupSolver).Group(0)
+		learn, main = learn[:len(learn)-1], l.solv.(*solvers.Groups).Solver(0)
 		if l.table, err = l.newTable(); err != nil {
 			return nil, err
 		}
@@ -269,7 +270,7 @@ func (l *transformer) sequences(b *eval.Batch) ([]tokenSeq, error) {
 	return out, nil
 }
 
-func (l *transformer) solver() nn.Solver { return l.solv }
+func (l *transformer) solver() solvers.Solver { return l.solv }
 func (l *transformer) close() error {
 	if l.table != nil {
 		l.table.step.Close()

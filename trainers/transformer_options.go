@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -142,10 +143,10 @@ func divisors(n int) string {
 // newSolver is the transformer's optimiser: with Init "table" the logit table
 // B (the bigram inside, the last learnable) learns at TableLR and every
 // other parameter at the optimiser's rate, each group with its own state.
-func (l *transformer) newSolver(cfg Config, opts TransformerOptions) (nn.Solver, error) {
+func (l *transformer) newSolver(cfg Config, opts TransformerOptions) (solvers.Solver, error) {
 	ps := l.tr.Learnables()
 	if opts.Init != "table" {
-		return nn.NewSolver(cfg.Optim)
+		return solvers.New(cfg.Optim)
 	}
 	rest := make([]int, len(ps)-1)
 	for i := range rest {
@@ -153,7 +154,7 @@ func (l *transformer) newSolver(cfg Config, opts TransformerOptions) (nn.Solver,
 	}
 	table := cfg.Optim
 	table.LR = opts.TableLR
-	return nn.NewGroupSolver(len(ps), []nn.SolverGroup{{Config: cfg.Optim, Params: rest}, {Config: table, Params: []int{len(ps) - 1}}})
+	return solvers.NewGroups(len(ps), []solvers.Group{{Config: cfg.Optim, Params: rest}, {Config: table, Params: []int{len(ps) - 1}}})
 }
 
 // checkMemory refuses a transformer whose training graph, sampler tables,

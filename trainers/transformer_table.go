@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -58,7 +59,7 @@ func (l *transformer) newTable() (*table, error) {
 	if err != nil {
 		return nil, err
 	}
-	step, err := nn.NewStep(loss.Cost, G.Nodes{tb}, l.solv.(*nn.GroupSolver).Group(1))
+	step, err := nn.NewStep(loss.Cost, G.Nodes{tb}, l.solv.(*solvers.Groups).Solver(1))
 	if err != nil {
 		return nil, err
 	}

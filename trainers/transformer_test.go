@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -80,7 +81,7 @@ func TestTransformerWindowsGradient(t *testing.T) {
 	}{{"identity", false}, {"identity", true}, {"table", false}, {"table", true}} {
 		prompt := tc.prompt
 		cfg := DefaultConfig()
-		cfg.Trainer, cfg.Optim = "sft", nn.OptimConfig{Name: "sgd", LR: 0.5}
+		cfg.Trainer, cfg.Optim = "sft", solvers.Config{Name: "sgd", LR: 0.5}
 		opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: tc.init, Heads: 1, Context: 3, Positional: "learned", Prompt: prompt}, Stride: 5, Windows: 4, EvalRollouts: 2}
 		if tc.init == "table" {
 			opts.Dim = 8
@@ -169,7 +170,7 @@ func TestTransformerResume(t *testing.T) {
 			cfg.KLCoef, cfg.EntropyCoef = 0.1, 0.01
 		}
 		if name == "sft" || name == "distill" {
-			cfg.Optim = nn.OptimConfig{Name: "adam", LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+			cfg.Optim = solvers.Config{Name: "adam", LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 		}
 		if name == "distill" {
 			cfg.DistillTraces = 20
@@ -269,7 +270,7 @@ func ppoConfig() Config {
 func TestSubsampledGradientIsUnbiased(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
 	cfg := DefaultConfig()
-	cfg.Trainer, cfg.Optim = SFT, nn.OptimConfig{Name: "sgd", LR: 1}
+	cfg.Trainer, cfg.Optim = SFT, solvers.Config{Name: "sgd", LR: 1}
 	opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 8, Heads: 1, Context: 3, Positional: "learned"}, Stride: 4, Windows: 8, EvalRollouts: 2}
 	tr := newTrainer(t, cfg, opts, g, nil)
 	tf := tr.l.(*transformer)

@@ -115,7 +115,7 @@ func TestSweepBadInput(t *testing.T) {
 		{"empty grid", `{"grid": {}}`, nil, nil, "grid is empty"},
 		{"duplicate keys", `{"grid": {"train.seed": [1]}, "grid": {}}`, nil, nil, "grid: duplicate key"},
 		{"refused type", `{"grid": {"train.steps": [10, 2.5]}}`, nil, nil, `grid "train.steps" value 2 (2.5): `},
-		{"refused value", `{"grid": {"train.optimizer.name": ["adam", "rmsprop"]}}`, nil, nil, `run 1 (train.optimizer.name=rmsprop): nn: optimizer "rmsprop": want sign, sgd or adam`},
+		{"refused value", `{"grid": {"train.optimizer.name": ["adam", "rmsprop"]}}`, nil, nil, `run 1 (train.optimizer.name=rmsprop): solvers: optimizer "rmsprop": want sign, sgd or adam`},
 		{"bad combination", `{"grid": {"model": ["transformer"]}}`, nil, nil, "run 0 (model=transformer): trainers: model transformer trains with"},
 		{"shard out of range", smallSweep, []string{"-shard", "2/2"}, nil, "-shard 2/2: want 0 <= i < n"},
 		{"malformed shard", smallSweep, []string{"-shard", "1"}, nil, `-shard "1": want i/n`},

@@ -1,4 +1,4 @@
-package nn
+package solvers
 
 import (
 	"fmt"
@@ -7,64 +7,64 @@ import (
 	G "gorgonia.org/gorgonia"
 )
 
-// SolverGroup is one group of a GroupSolver: an optimiser configuration and
+// Group is one group of parameters of a Groups: an optimiser configuration and
 // the indices, in the model's learnables order, of the parameters it
 // updates.
-type SolverGroup struct {
-	Config OptimConfig
+type Group struct {
+	Config Config
 	Params []int
 }
 
-// GroupSolver updates groups of parameters with their own optimisers and
+// Groups updates groups of parameters with their own optimisers and
 // learning rates: a transformer's bigram logit table at the bigram's rate,
 // its attention and embeddings at a smaller one. Every parameter belongs to
 // exactly one group.
-type GroupSolver struct {
-	groups  []SolverGroup
+type Groups struct {
+	groups  []Group
 	solvers []Solver
 	base    []float64 // each group's configured lr, for SetLR
 	scratch []G.ValueGrad
 }
 
-var _ Solver = (*GroupSolver)(nil)
+var _ Solver = (*Groups)(nil)
 
-// NewGroupSolver builds one solver per group; n is the number of
+// NewGroups builds one solver per group; n is the number of
 // parameters, each of which must be in exactly one group.
-func NewGroupSolver(n int, groups []SolverGroup) (*GroupSolver, error) {
+func NewGroups(n int, groups []Group) (*Groups, error) {
 	seen := make([]bool, n)
-	s := &GroupSolver{groups: groups}
+	s := &Groups{groups: groups}
 	for gi, g := range groups {
 		for _, p := range g.Params {
 			if p < 0 || p >= n || seen[p] {
-				return nil, fmt.Errorf("nn: solver group %d: parameter %d: want each of 0..%d in one group", gi, p, n-1)
+				return nil, fmt.Errorf("solvers: solver group %d: parameter %d: want each of 0..%d in one group", gi, p, n-1)
 			}
 			seen[p] = true
 		}
-		sv, err := NewSolver(g.Config)
+		sv, err := New(g.Config)
 		if err != nil {
-			return nil, fmt.Errorf("nn: solver group %d: %w", gi, err)
+			return nil, fmt.Errorf("solvers: solver group %d: %w", gi, err)
 		}
 		s.solvers, s.base = append(s.solvers, sv), append(s.base, g.Config.LR)
 	}
 	for p, ok := range seen {
 		if !ok {
-			return nil, fmt.Errorf("nn: solver groups: parameter %d is in no group", p)
+			return nil, fmt.Errorf("solvers: solver groups: parameter %d is in no group", p)
 		}
 	}
 	return s, nil
 }
 
-// Group is group i's solver, for a caller that updates the groups'
+// Solver is group i's solver, for a caller that updates the groups'
 // parameters in separate graphs (its state stays part of this solver's).
-func (s *GroupSolver) Group(i int) Solver { return s.solvers[i] }
+func (s *Groups) Solver(i int) Solver { return s.solvers[i] }
 
 // Step updates each group with its solver.
-func (s *GroupSolver) Step(model []G.ValueGrad) error {
+func (s *Groups) Step(model []G.ValueGrad) error {
 	for gi, g := range s.groups {
 		s.scratch = s.scratch[:0]
 		for _, p := range g.Params {
 			if p >= len(model) {
-				return fmt.Errorf("nn: solver group %d: parameter %d of %d", gi, p, len(model))
+				return fmt.Errorf("solvers: solver group %d: parameter %d of %d", gi, p, len(model))
 			}
 			s.scratch = append(s.scratch, model[p])
 		}
@@ -77,7 +77,7 @@ func (s *GroupSolver) Step(model []G.ValueGrad) error {
 
 // SetLR sets the first group's learning rate to lr and scales the others
 // with it (a schedule keeps the groups' ratios).
-func (s *GroupSolver) SetLR(lr float64) {
+func (s *Groups) SetLR(lr float64) {
 	for gi, sv := range s.solvers {
 		sv.SetLR(s.base[gi] * lr / s.base[0])
 	}
@@ -85,7 +85,7 @@ func (s *GroupSolver) SetLR(lr float64) {
 
 // State returns [G, n_1, state_1.., n_G, state_G..]: the number of groups,
 // then each group's solver state with its length.
-func (s *GroupSolver) State() []float64 {
+func (s *Groups) State() []float64 {
 	out := []float64{float64(len(s.solvers))}
 	for _, sv := range s.solvers {
 		st := sv.State()
@@ -96,23 +96,23 @@ func (s *GroupSolver) State() []float64 {
 }
 
 // SetState restores a state returned by State.
-func (s *GroupSolver) SetState(state []float64) error {
+func (s *Groups) SetState(state []float64) error {
 	if len(state) < 1 || state[0] != float64(len(s.solvers)) {
-		return fmt.Errorf("nn: solver groups: state for %v groups: want %d", first(state), len(s.solvers))
+		return fmt.Errorf("solvers: solver groups: state for %v groups: want %d", first(state), len(s.solvers))
 	}
 	rest := state[1:]
 	for gi, sv := range s.solvers {
 		if len(rest) < 1 || rest[0] < 0 || rest[0] != math.Trunc(rest[0]) || int(rest[0]) > len(rest)-1 {
-			return fmt.Errorf("nn: solver group %d: state truncated", gi)
+			return fmt.Errorf("solvers: solver group %d: state truncated", gi)
 		}
 		n := int(rest[0])
 		if err := sv.SetState(rest[1 : 1+n]); err != nil {
-			return fmt.Errorf("nn: solver group %d: %w", gi, err)
+			return fmt.Errorf("solvers: solver group %d: %w", gi, err)
 		}
 		rest = rest[1+n:]
 	}
 	if len(rest) != 0 {
-		return fmt.Errorf("nn: solver groups: %d values after the last group", len(rest))
+		return fmt.Errorf("solvers: solver groups: %d values after the last group", len(rest))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package nn
+package solvers
 
 import (
 	"math"
@@ -20,6 +20,26 @@ func (p param) Grad() (G.Value, error) { return p.g, nil }
 func (p param) weights() []float64     { return p.w.Data().([]float64) }
 func (p param) setGrad(g []float64)    { copy(p.g.Data().([]float64), g) }
 func (p param) gradient() []float64    { return p.g.Data().([]float64) }
+
+// vec is a float64 vector holding a copy of x.
+func vec(x []float64) *tensor.Dense {
+	return tensor.New(tensor.WithShape(len(x)), tensor.WithBacking(append([]float64(nil), x...)))
+}
+
+// checkClose compares got with want element by element to rel times
+// max(|want|, floor).
+func checkClose(t *testing.T, what string, got, want []float64, rel, floor float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: got %d values, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if d := math.Abs(got[i] - want[i]); !(d <= rel*math.Max(math.Abs(want[i]), floor)) {
+			t.Errorf("%s[%d]: got %.17g, want %.17g (difference %.3g)", what, i, got[i], want[i], d)
+		}
+	}
+}
+
 func vgs(ps ...param) (out []G.ValueGrad) {
 	for _, p := range ps {
 		out = append(out, p)
@@ -28,29 +48,29 @@ func vgs(ps ...param) (out []G.ValueGrad) {
 }
 
 func TestOptimConfigValidate(t *testing.T) {
-	ok := DefaultOptimConfig()
-	with := func(f func(*OptimConfig)) OptimConfig { c := ok; f(&c); return c }
+	ok := DefaultConfig()
+	with := func(f func(*Config)) Config { c := ok; f(&c); return c }
 	tests := []struct {
 		name string
-		cfg  OptimConfig
+		cfg  Config
 		want string
 	}{
 		{"default", ok, ""},
-		{"sgd", with(func(c *OptimConfig) { c.Name = "sgd" }), ""},
-		{"adam", with(func(c *OptimConfig) { c.Name = "adam" }), ""},
-		{"unknown", with(func(c *OptimConfig) { c.Name = "foo" }), `nn: optimizer "foo": want sign, sgd or adam`},
-		{"zero lr", with(func(c *OptimConfig) { c.LR = 0 }), "lr 0: want finite > 0"},
-		{"NaN lr", with(func(c *OptimConfig) { c.LR = math.NaN() }), "lr NaN"},
-		{"sign ignores beta1", with(func(c *OptimConfig) { c.Beta1 = 2 }), ""},
-		{"adam beta1", with(func(c *OptimConfig) { c.Name, c.Beta1 = "adam", 1 }), "beta1 1: want in [0, 1)"},
-		{"adam beta2", with(func(c *OptimConfig) { c.Name, c.Beta2 = "adam", -0.1 }), "beta2 -0.1: want in [0, 1)"},
-		{"adam eps", with(func(c *OptimConfig) { c.Name, c.Eps = "adam", 0 }), "eps 0: want finite > 0"},
+		{"sgd", with(func(c *Config) { c.Name = "sgd" }), ""},
+		{"adam", with(func(c *Config) { c.Name = "adam" }), ""},
+		{"unknown", with(func(c *Config) { c.Name = "foo" }), `solvers: optimizer "foo": want sign, sgd or adam`},
+		{"zero lr", with(func(c *Config) { c.LR = 0 }), "lr 0: want finite > 0"},
+		{"NaN lr", with(func(c *Config) { c.LR = math.NaN() }), "lr NaN"},
+		{"sign ignores beta1", with(func(c *Config) { c.Beta1 = 2 }), ""},
+		{"adam beta1", with(func(c *Config) { c.Name, c.Beta1 = "adam", 1 }), "beta1 1: want in [0, 1)"},
+		{"adam beta2", with(func(c *Config) { c.Name, c.Beta2 = "adam", -0.1 }), "beta2 -0.1: want in [0, 1)"},
+		{"adam eps", with(func(c *Config) { c.Name, c.Eps = "adam", 0 }), "eps 0: want finite > 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.Validate()
-			if _, serr := NewSolver(tt.cfg); (serr == nil) != (err == nil) {
-				t.Errorf("NewSolver error %v disagrees with Validate error %v", serr, err)
+			if _, serr := New(tt.cfg); (serr == nil) != (err == nil) {
+				t.Errorf("New error %v disagrees with Validate error %v", serr, err)
 			}
 			switch {
 			case tt.want == "" && err != nil:
@@ -66,20 +86,20 @@ func TestSolversOneStep(t *testing.T) {
 	w := []float64{1, 2, 3, 4, 5}
 	g := []float64{0.5, -2, 0, 1e-3, math.Copysign(0, -1)}
 	tests := []struct {
-		cfg  OptimConfig
+		cfg  Config
 		want []float64
 	}{
 		// sign: w - 0.1 sign(g), sign(0) = sign(-0) = 0.
-		{OptimConfig{Name: "sign", LR: 0.1}, []float64{0.9, 2.1, 3, 3.9, 5}},
+		{Config{Name: "sign", LR: 0.1}, []float64{0.9, 2.1, 3, 3.9, 5}},
 		// sgd: w - 0.1 g.
-		{OptimConfig{Name: "sgd", LR: 0.1}, []float64{0.95, 2.2, 3, 3.9999, 5}},
+		{Config{Name: "sgd", LR: 0.1}, []float64{0.95, 2.2, 3, 3.9999, 5}},
 		// adam, first step: m/(1-b1) = g and v/(1-b2) = g^2, so w - 0.1 g/(|g| + eps).
-		{OptimConfig{Name: "adam", LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8},
+		{Config{Name: "adam", LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8},
 			[]float64{1 - 0.1*0.5/(0.5+1e-8), 2 + 0.1*2/(2+1e-8), 3, 4 - 0.1*1e-3/(1e-3+1e-8), 5}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cfg.Name, func(t *testing.T) {
-			s, err := NewSolver(tt.cfg)
+			s, err := New(tt.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +118,7 @@ func TestSolversOneStep(t *testing.T) {
 // TestAdamResumeBitIdentical runs Adam for 10 steps on two parameters, and
 // again with the state saved after 4 steps and restored into a new solver.
 func TestAdamResumeBitIdentical(t *testing.T) {
-	cfg := OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8}
+	cfg := Config{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8}
 	grad := func(step int, w []float64) []float64 {
 		g := make([]float64, len(w))
 		for i, v := range w {
@@ -115,11 +135,11 @@ func TestAdamResumeBitIdentical(t *testing.T) {
 			}
 		}
 	}
-	s1, _ := NewSolver(cfg)
+	s1, _ := New(cfg)
 	a1, b1 := newParam([]float64{1, -2, 3}, make([]float64, 3)), newParam([]float64{0.5, 7}, make([]float64, 2))
 	run(s1, a1, b1, 0, 10)
 
-	s2, _ := NewSolver(cfg)
+	s2, _ := New(cfg)
 	if got, want := s2.State(), []float64{0, 0}; !reflect.DeepEqual(got, want) {
 		t.Errorf("fresh state: got %v, want %v", got, want)
 	}
@@ -132,7 +152,7 @@ func TestAdamResumeBitIdentical(t *testing.T) {
 	if state[0] != 4 {
 		t.Errorf("saved step count: got %v, want 4", state[0])
 	}
-	s3, _ := NewSolver(cfg)
+	s3, _ := New(cfg)
 	if err := s3.SetState(state); err != nil {
 		t.Fatal(err)
 	}
@@ -155,13 +175,13 @@ func TestSolverStateErrors(t *testing.T) {
 		state []float64
 		want  string
 	}{
-		{"sign with state", &SignSolver{LR: 1}, []float64{1}, "want none"},
-		{"sgd with state", &SGDSolver{LR: 1}, []float64{1}, "want none"},
-		{"adam too short", &AdamSolver{}, []float64{1}, "want at least 2"},
-		{"adam fractional step", &AdamSolver{}, []float64{1.5, 0}, "step count 1.5"},
-		{"adam negative count", &AdamSolver{}, []float64{1, -1}, "parameter count -1"},
-		{"adam missing sizes", &AdamSolver{}, []float64{1, 2, 3}, "want at least 4"},
-		{"adam wrong length", &AdamSolver{}, []float64{1, 1, 2, 0, 0, 0}, "want 7"},
+		{"sign with state", &Sign{LR: 1}, []float64{1}, "want none"},
+		{"sgd with state", &SGD{LR: 1}, []float64{1}, "want none"},
+		{"adam too short", &Adam{}, []float64{1}, "want at least 2"},
+		{"adam fractional step", &Adam{}, []float64{1.5, 0}, "step count 1.5"},
+		{"adam negative count", &Adam{}, []float64{1, -1}, "parameter count -1"},
+		{"adam missing sizes", &Adam{}, []float64{1, 2, 3}, "want at least 4"},
+		{"adam wrong length", &Adam{}, []float64{1, 1, 2, 0, 0, 0}, "want 7"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,13 +191,13 @@ func TestSolverStateErrors(t *testing.T) {
 			}
 		})
 	}
-	for _, s := range []Solver{&SignSolver{LR: 1}, &SGDSolver{LR: 1}, &AdamSolver{}} {
+	for _, s := range []Solver{&Sign{LR: 1}, &SGD{LR: 1}, &Adam{}} {
 		if err := s.SetState(s.State()); err != nil {
 			t.Errorf("%T: restoring its own state: got %v, want nil", s, err)
 		}
 	}
 	// A state sized for one parameter refuses a model of two.
-	a := &AdamSolver{LR: 0.1, Beta1: 0.9, Beta2: 0.9, Eps: 1e-8}
+	a := &Adam{LR: 0.1, Beta1: 0.9, Beta2: 0.9, Eps: 1e-8}
 	if err := a.SetState([]float64{0, 1, 1, 0, 0}); err != nil {
 		t.Fatal(err)
 	}

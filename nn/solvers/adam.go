@@ -1,4 +1,4 @@
-package nn
+package solvers
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	G "gorgonia.org/gorgonia"
 )
 
-// AdamSolver is Adam (Kingma and Ba, 2015) with bias correction:
+// Adam is the Adam optimiser (Kingma and Ba, 2015) with bias correction:
 //
 //	m = Beta1 m + (1-Beta1) g,  v = Beta2 v + (1-Beta2) g^2,  t = t+1
 //	theta -= LR * (m / (1-Beta1^t)) / (sqrt(v / (1-Beta2^t)) + Eps)
@@ -19,7 +19,7 @@ import (
 // unexported fields (iter, cache), so a checkpoint could not save them and a
 // resumed run would restart the bias correction and lose the moments. This
 // one exposes them through State and SetState.
-type AdamSolver struct {
+type Adam struct {
 	LR, Beta1, Beta2, Eps float64
 
 	t    int         // steps taken
@@ -29,18 +29,18 @@ type AdamSolver struct {
 // Step applies one Adam update to every value. The moments are sized on the
 // first step (or by SetState); later steps must pass the same parameters in
 // the same order.
-func (s *AdamSolver) Step(model []G.ValueGrad) error {
+func (s *Adam) Step(model []G.ValueGrad) error {
 	if s.m == nil {
 		s.m = make([][]float64, len(model))
 		s.v = make([][]float64, len(model))
 	}
 	if len(s.m) != len(model) {
-		return fmt.Errorf("nn: optimizer adam: got %d parameters, state holds %d", len(model), len(s.m))
+		return fmt.Errorf("solvers: optimizer adam: got %d parameters, state holds %d", len(model), len(s.m))
 	}
 	// Check every size before updating anything.
 	for k, vg := range model {
 		if n := vg.Value().Shape().TotalSize(); s.m[k] != nil && len(s.m[k]) != n {
-			return fmt.Errorf("nn: optimizer adam: parameter %d has %d values, state holds %d", k, n, len(s.m[k]))
+			return fmt.Errorf("solvers: optimizer adam: parameter %d has %d values, state holds %d", k, n, len(s.m[k]))
 		}
 	}
 	t := s.t + 1
@@ -66,16 +66,16 @@ func (s *AdamSolver) Step(model []G.ValueGrad) error {
 }
 
 // SetLR changes the learning rate.
-func (s *AdamSolver) SetLR(lr float64) { s.LR = lr }
+func (s *Adam) SetLR(lr float64) { s.LR = lr }
 
 // Steps returns the number of steps taken.
-func (s *AdamSolver) Steps() int { return s.t }
+func (s *Adam) Steps() int { return s.t }
 
 // State returns [t, K, n_1 .. n_K, m_1, v_1, .., m_K, v_K]: the step count,
 // the number of parameters, their sizes, then each parameter's first and
 // second moments. Before the first step it is [0, 0]. Counts are stored as
 // float64, exact below 2^53.
-func (s *AdamSolver) State() []float64 {
+func (s *Adam) State() []float64 {
 	out := []float64{float64(s.t), float64(len(s.m))}
 	for _, m := range s.m {
 		out = append(out, float64(len(m)))
@@ -88,15 +88,15 @@ func (s *AdamSolver) State() []float64 {
 }
 
 // SetState restores a state returned by State.
-func (s *AdamSolver) SetState(state []float64) error {
+func (s *Adam) SetState(state []float64) error {
 	count := func(x float64, what string) (int, error) {
 		if x < 0 || x != math.Trunc(x) || x > 1<<53 {
-			return 0, fmt.Errorf("nn: optimizer adam: state %s %v: want a non-negative integer", what, x)
+			return 0, fmt.Errorf("solvers: optimizer adam: state %s %v: want a non-negative integer", what, x)
 		}
 		return int(x), nil
 	}
 	if len(state) < 2 {
-		return fmt.Errorf("nn: optimizer adam: state has %d values: want at least 2", len(state))
+		return fmt.Errorf("solvers: optimizer adam: state has %d values: want at least 2", len(state))
 	}
 	t, err := count(state[0], "step count")
 	if err != nil {
@@ -107,7 +107,7 @@ func (s *AdamSolver) SetState(state []float64) error {
 		return err
 	}
 	if len(state) < 2+k {
-		return fmt.Errorf("nn: optimizer adam: state has %d values: want at least %d for %d parameters", len(state), 2+k, k)
+		return fmt.Errorf("solvers: optimizer adam: state has %d values: want at least %d for %d parameters", len(state), 2+k, k)
 	}
 	sizes := make([]int, k)
 	want := 2 + k
@@ -118,7 +118,7 @@ func (s *AdamSolver) SetState(state []float64) error {
 		want += 2 * sizes[i]
 	}
 	if len(state) != want {
-		return fmt.Errorf("nn: optimizer adam: state has %d values: want %d", len(state), want)
+		return fmt.Errorf("solvers: optimizer adam: state has %d values: want %d", len(state), want)
 	}
 	var m, v [][]float64
 	if k > 0 {

@@ -1,4 +1,4 @@
-package nn
+package solvers
 
 import (
 	"math"
@@ -10,15 +10,15 @@ import (
 // solver alone would; the state round-trips; SetLR keeps the groups' ratio;
 // a parameter in no group or in two is refused.
 func TestGroupSolver(t *testing.T) {
-	adam := OptimConfig{Name: "adam", LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
-	sgd := OptimConfig{Name: "sgd", LR: 0.5}
-	gs, err := NewGroupSolver(3, []SolverGroup{{adam, []int{0, 2}}, {sgd, []int{1}}})
+	adam := Config{Name: "adam", LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	sgd := Config{Name: "sgd", LR: 0.5}
+	gs, err := NewGroups(3, []Group{{adam, []int{0, 2}}, {sgd, []int{1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, b, c := newParam([]float64{1, 2}, make([]float64, 2)), newParam([]float64{3}, make([]float64, 1)), newParam([]float64{4, 5, 6}, make([]float64, 3))
 	ra, rc := newParam([]float64{1, 2}, make([]float64, 2)), newParam([]float64{4, 5, 6}, make([]float64, 3))
-	ref, _ := NewSolver(adam)
+	ref, _ := New(adam)
 	grads := [][]float64{{0.3, -1}, {2}, {-0.5, 0, 7}}
 	for step := range 3 {
 		a.setGrad(grads[0])
@@ -39,7 +39,7 @@ func TestGroupSolver(t *testing.T) {
 			t.Fatalf("step %d: sgd group %v, want %v", step, b.weights()[0], want)
 		}
 	}
-	again, _ := NewGroupSolver(3, []SolverGroup{{adam, []int{0, 2}}, {sgd, []int{1}}})
+	again, _ := NewGroups(3, []Group{{adam, []int{0, 2}}, {sgd, []int{1}}})
 	if err := again.SetState(gs.State()); err != nil || !reflect.DeepEqual(again.State(), gs.State()) {
 		t.Errorf("state round trip: %v", err)
 	}
@@ -47,11 +47,11 @@ func TestGroupSolver(t *testing.T) {
 		t.Error("a truncated state: got no error")
 	}
 	gs.SetLR(0.01)
-	if got := gs.solvers[1].(*SGDSolver).LR; math.Abs(got-0.05) > 1e-15 {
+	if got := gs.solvers[1].(*SGD).LR; math.Abs(got-0.05) > 1e-15 {
 		t.Errorf("SetLR(0.01): second group lr %v, want 0.05 (the ratio kept)", got)
 	}
-	for _, groups := range [][]SolverGroup{{{adam, []int{0, 1}}}, {{adam, []int{0, 1, 2}}, {sgd, []int{1}}}} {
-		if _, err := NewGroupSolver(3, groups); err == nil {
+	for _, groups := range [][]Group{{{adam, []int{0, 1}}}, {{adam, []int{0, 1, 2}}, {sgd, []int{1}}}} {
+		if _, err := NewGroups(3, groups); err == nil {
 			t.Errorf("%v: got no error", groups)
 		}
 	}

@@ -1,4 +1,4 @@
-package nn
+package solvers
 
 import (
 	"fmt"
@@ -27,13 +27,13 @@ type Solver interface {
 
 // Compile-time interface checks.
 var (
-	_ Solver = (*SignSolver)(nil)
-	_ Solver = (*SGDSolver)(nil)
-	_ Solver = (*AdamSolver)(nil)
+	_ Solver = (*Sign)(nil)
+	_ Solver = (*SGD)(nil)
+	_ Solver = (*Adam)(nil)
 )
 
-// OptimConfig selects and configures an optimiser.
-type OptimConfig struct {
+// Config selects and configures an optimiser.
+type Config struct {
 	Name  string  `json:"name"`  // sign, sgd or adam
 	LR    float64 `json:"lr"`    // learning rate, > 0
 	Beta1 float64 `json:"beta1"` // adam: first-moment decay, in [0, 1)
@@ -41,66 +41,66 @@ type OptimConfig struct {
 	Eps   float64 `json:"eps"`   // adam: denominator smoothing, > 0
 }
 
-// DefaultOptimConfig returns the paper's sign gradient descent with step
+// DefaultConfig returns the paper's sign gradient descent with step
 // 0.01, with the usual Adam constants filled in for a switch to adam.
-func DefaultOptimConfig() OptimConfig {
-	return OptimConfig{Name: "sign", LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+func DefaultConfig() Config {
+	return Config{Name: "sign", LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 }
 
 // Validate checks the name and the ranges of the fields the solver uses.
-func (c OptimConfig) Validate() error {
+func (c Config) Validate() error {
 	switch c.Name {
 	case "sign", "sgd", "adam":
 	default:
-		return fmt.Errorf("nn: optimizer %q: want sign, sgd or adam", c.Name)
+		return fmt.Errorf("solvers: optimizer %q: want sign, sgd or adam", c.Name)
 	}
 	if !(c.LR > 0) || math.IsInf(c.LR, 0) {
-		return fmt.Errorf("nn: optimizer %s: lr %v: want finite > 0", c.Name, c.LR)
+		return fmt.Errorf("solvers: optimizer %s: lr %v: want finite > 0", c.Name, c.LR)
 	}
 	if c.Name != "adam" {
 		return nil
 	}
 	if !(c.Beta1 >= 0 && c.Beta1 < 1) {
-		return fmt.Errorf("nn: optimizer adam: beta1 %v: want in [0, 1)", c.Beta1)
+		return fmt.Errorf("solvers: optimizer adam: beta1 %v: want in [0, 1)", c.Beta1)
 	}
 	if !(c.Beta2 >= 0 && c.Beta2 < 1) {
-		return fmt.Errorf("nn: optimizer adam: beta2 %v: want in [0, 1)", c.Beta2)
+		return fmt.Errorf("solvers: optimizer adam: beta2 %v: want in [0, 1)", c.Beta2)
 	}
 	if !(c.Eps > 0) || math.IsInf(c.Eps, 0) {
-		return fmt.Errorf("nn: optimizer adam: eps %v: want finite > 0", c.Eps)
+		return fmt.Errorf("solvers: optimizer adam: eps %v: want finite > 0", c.Eps)
 	}
 	return nil
 }
 
-// NewSolver returns the solver cfg names, with fresh state.
-func NewSolver(cfg OptimConfig) (Solver, error) {
+// New returns the solver cfg names, with fresh state.
+func New(cfg Config) (Solver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	switch cfg.Name {
 	case "sign":
-		return &SignSolver{LR: cfg.LR}, nil
+		return &Sign{LR: cfg.LR}, nil
 	case "sgd":
-		return &SGDSolver{LR: cfg.LR}, nil
+		return &SGD{LR: cfg.LR}, nil
 	default:
-		return &AdamSolver{LR: cfg.LR, Beta1: cfg.Beta1, Beta2: cfg.Beta2, Eps: cfg.Eps}, nil
+		return &Adam{LR: cfg.LR, Beta1: cfg.Beta1, Beta2: cfg.Beta2, Eps: cfg.Eps}, nil
 	}
 }
 
-// SignSolver is sign gradient descent, the paper's optimiser:
+// Sign is sign gradient descent, the paper's optimiser:
 // theta -= LR * sign(grad), with sign(0) = 0. It has no state.
-type SignSolver struct {
+type Sign struct {
 	LR float64
 }
 
 // SetLR changes the step size.
-func (s *SignSolver) SetLR(lr float64) { s.LR = lr }
+func (s *Sign) SetLR(lr float64) { s.LR = lr }
 
 // SetLR changes the learning rate.
-func (s *SGDSolver) SetLR(lr float64) { s.LR = lr }
+func (s *SGD) SetLR(lr float64) { s.LR = lr }
 
 // Step applies one sign update to every value.
-func (s *SignSolver) Step(model []G.ValueGrad) error {
+func (s *Sign) Step(model []G.ValueGrad) error {
 	return eachParam("sign", model, func(_ int, w, g []float64) {
 		for i, d := range g {
 			// Branch-free w -= LR * sign(d): the gradient signs of a policy
@@ -114,21 +114,21 @@ func (s *SignSolver) Step(model []G.ValueGrad) error {
 }
 
 // State returns an empty state.
-func (s *SignSolver) State() []float64 { return []float64{} }
+func (s *Sign) State() []float64 { return []float64{} }
 
 // SetState accepts only an empty state.
-func (s *SignSolver) SetState(state []float64) error { return checkNoState("sign", state) }
+func (s *Sign) SetState(state []float64) error { return checkNoState("sign", state) }
 
-// SGDSolver is plain gradient descent: theta -= LR * grad. It has no state.
+// SGD is plain gradient descent: theta -= LR * grad. It has no state.
 //
 // gorgonia's VanillaSolver would do the same, but a few lines here keep the
 // three solvers on one code path (eachParam) with one state contract.
-type SGDSolver struct {
+type SGD struct {
 	LR float64
 }
 
 // Step applies one gradient-descent update to every value.
-func (s *SGDSolver) Step(model []G.ValueGrad) error {
+func (s *SGD) Step(model []G.ValueGrad) error {
 	return eachParam("sgd", model, func(_ int, w, g []float64) {
 		for i, d := range g {
 			w[i] -= s.LR * d
@@ -137,14 +137,14 @@ func (s *SGDSolver) Step(model []G.ValueGrad) error {
 }
 
 // State returns an empty state.
-func (s *SGDSolver) State() []float64 { return []float64{} }
+func (s *SGD) State() []float64 { return []float64{} }
 
 // SetState accepts only an empty state.
-func (s *SGDSolver) SetState(state []float64) error { return checkNoState("sgd", state) }
+func (s *SGD) SetState(state []float64) error { return checkNoState("sgd", state) }
 
 func checkNoState(name string, state []float64) error {
 	if len(state) != 0 {
-		return fmt.Errorf("nn: optimizer %s: got %d state values, want none", name, len(state))
+		return fmt.Errorf("solvers: optimizer %s: got %d state values, want none", name, len(state))
 	}
 	return nil
 }
@@ -157,19 +157,19 @@ func eachParam(name string, model []G.ValueGrad, update func(k int, w, g []float
 		wv := vg.Value()
 		gv, err := vg.Grad()
 		if err != nil {
-			return fmt.Errorf("nn: optimizer %s: parameter %d: %w", name, k, err)
+			return fmt.Errorf("solvers: optimizer %s: parameter %d: %w", name, k, err)
 		}
 		w, ok := wv.Data().([]float64)
 		if !ok {
-			return fmt.Errorf("nn: optimizer %s: parameter %d holds %T: want float64 data", name, k, wv.Data())
+			return fmt.Errorf("solvers: optimizer %s: parameter %d holds %T: want float64 data", name, k, wv.Data())
 		}
 		gd, ok := gv.(*tensor.Dense)
 		if !ok || gd.RequiresIterator() {
-			return fmt.Errorf("nn: optimizer %s: parameter %d: gradient %T: want a contiguous dense tensor", name, k, gv)
+			return fmt.Errorf("solvers: optimizer %s: parameter %d: gradient %T: want a contiguous dense tensor", name, k, gv)
 		}
 		g, ok := gd.Data().([]float64)
 		if !ok || len(g) != len(w) {
-			return fmt.Errorf("nn: optimizer %s: parameter %d: gradient of %d values for %d weights", name, k, gd.Size(), len(w))
+			return fmt.Errorf("solvers: optimizer %s: parameter %d: gradient of %d values for %d weights", name, k, gd.Size(), len(w))
 		}
 		update(k, w, g)
 		clear(g)
