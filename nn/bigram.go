@@ -7,6 +7,9 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
+	"github.com/rlvr-backtrack/backtrack/nn/ops"
 )
 
 // BigramConfig describes a bigram policy over a vocabulary of Vocab tokens.
@@ -93,7 +96,7 @@ func NewBigram(cfg BigramConfig, logits []float64) (b *Bigram, err error) {
 	b.g = G.NewGraph()
 	b.theta = G.NewVector(b.g, G.Float64, G.WithShape(p), G.WithName("theta"),
 		G.WithValue(tensor.New(tensor.WithShape(p), tensor.WithBacking(theta)))) // (P)
-	if b.logp, err = SegmentLogSoftmax(b.theta, b.offsets); err != nil { // (P) -> (P)
+	if b.logp, err = ops.SegmentLogSoftmax(b.theta, b.offsets); err != nil { // (P) -> (P)
 		return nil, fmt.Errorf("nn: bigram: %w", err)
 	}
 	return b, nil
@@ -169,7 +172,7 @@ func (b *Bigram) SetLogits(logits []float64) error {
 // stable row-wise softmax as the graph.
 func (b *Bigram) Probs() []float64 {
 	p := b.Logits()
-	segmentLogSoftmaxForward(p, p, b.cfg.Support.Offsets, nil)
+	kernels.LogSoftmaxRows(p, p, b.cfg.Support.Offsets, nil)
 	for e, v := range p {
 		p[e] = math.Exp(v)
 	}

@@ -1,54 +1,57 @@
-// Package nn holds the policies and the numerical pieces they are trained
-// with, on top of gorgonia. It knows vocabulary sizes, token ids and masks
-// (which next tokens each token may be followed by), never the graphs of the
-// task.
+// Package nn holds the policies, on top of gorgonia: the models, their
+// sampler, and the step that trains them. It knows vocabulary sizes, token
+// ids and masks (which next tokens each token may be followed by), never
+// the graphs of the task.
 //
-// The pieces:
+// Its layers, from the bottom up:
+//
+//   - nn/kernels: plain-Go numerical kernels (AVX2 and FMA assembly,
+//     gonum's BLAS, a table-driven exponential), no gorgonia;
+//   - nn/ops: the custom gorgonia ops of the fast models, forwards and
+//     backwards written by hand over the kernels;
+//   - nn/stock: the same layers from gorgonia's stock ops only;
+//   - nn/solvers: the optimisers;
+//   - nn (this package): the models, their sampler and Step.
+//
+// The pieces here:
 //
 //   - Support: the allowed transitions, one compressed row per token, so
 //     invalid transitions are never stored and no -Inf logit enters
 //     arithmetic (support.go).
-//   - SegmentLogSoftmax: a fused gorgonia op computing a stable log-softmax
-//     over ragged rows of a vector, with a one-pass backward; it replaces
-//     gorgonia's SoftMax, LogSoftMax and LogSumExp, which are wrong in
-//     v0.9.18 (logsoftmax.go).
 //   - Bigram: the paper's linear-softmax bigram policy restricted to a
 //     Support, with parameters only for the rows that are trained, and the
 //     two losses trainers build on it: a weighted log-likelihood
 //     (cross-entropy) and an expected cost (policy-gradient surrogate)
 //     (bigram.go).
-//   - Step: one tape machine per graph running cost, gradient and update
-//     (step.go).
 //   - Transformer: one causal self-attention layer over the past tokens
 //     with the world model's mask on its logits, initialised exactly to a
 //     given bigram, either at any width by a learnable per-entry logit
 //     table B beside a zero unembedding (Init "table") or by the paper's
-//     construction at width = vocabulary (Init "identity": one-hot
-//     embedding, W_O = 0, the bigram's logits in the unembedding)
-//     (transformer.go); a fixed-shape training graph over windows of long
-//     sequences made of three fused ops (Forward; transformer_window.go,
-//     transformer_layout.go); and a plain-Go sampler on shared,
-//     precomputed tables whose log-probabilities equal the graph's
-//     (Snapshot, Sampler; transformer_sampler.go). The trainers train it
-//     as their transformer model.
-//   - Fused ops: a gorgonia op made of a plain-Go forward and a backward
-//     computing the gradients of all its inputs in one pass, writing into
-//     buffers kept from run to run (fused.go), over vector kernels (AVX2
-//     and FMA assembly when the CPU has them, gonum's otherwise;
-//     kernels.go, kernels_amd64.s), a table-driven exponential (exp.go)
-//     and parallel matrix products split over the cores (kernels.go):
-//     Attention (embeddings, banded causal attention over the last Context
-//     positions and the prompt, residual; attention.go), LayerNorm
-//     (layernorm.go) and Unembed (logits of the valid next tokens only,
-//     per-entry table, log-softmax; unembed.go).
+//     construction at width = vocabulary (Init "identity")
+//     (transformer.go, layernorm.go); its training graph over windows of
+//     long sequences (Forward, TransformerBatch; transformer_window.go),
+//     of fused ops or of stock ops (Ops; transformer_stock.go); and a
+//     plain-Go sampler on shared, precomputed tables (Snapshot, Sampler;
+//     transformer_sampler.go) whose attention is the graph's own routine
+//     (kernels.Attend).
+//   - TableBatch: a logit table's per-token log-probabilities with constant
+//     offsets, the graph of a transformer's table pass (table.go).
+//   - Step: one tape machine per graph running cost, gradient and update
+//     (step.go).
 //
-// Every gradient of a loss comes from gorgonia's autodiff (G.Grad); the only
-// hand-written derivatives are the backwards of SegmentLogSoftmax, of the
-// row gather (gather.go) and of the three fused ops, each checked against
-// finite differences in the tests (logsoftmax_test.go, fused_test.go), and
-// the fused transformer graph against the same graph built from stock
-// gorgonia ops, in values and gradients (TestTransformerMatchesReference).
-// Everything is float64.
+// What autodiff does. Every loss is a gorgonia graph, and every gradient
+// of a loss with respect to the parameters comes from gorgonia's symbolic
+// autodiff (G.Grad in NewStep). With Ops Stock (and in the Bigram but for
+// one op) every node of the graph is a stock gorgonia op, so autodiff
+// derives every derivative. With Ops Fused (the default) the graph's
+// layers are custom ops (package ops): autodiff chains the loss to them
+// and calls their backwards, which are written by hand. Those backwards
+// (Attention, LayerNorm, Unembed, TableLogSoftmax, Gather and the bigram's
+// SegmentLogSoftmax) are the only hand-written derivatives; each is checked
+// against autodiff of the same function in stock ops, in package ops' tests
+// on random inputs of several shapes and on both kernel paths, and the
+// whole fused transformer graph against the stock one
+// (TestForwardStockMatchesFused). Everything is float64.
 //
 // A typical policy-gradient step:
 //

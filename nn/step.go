@@ -49,7 +49,7 @@ func NewStep(cost *G.Node, learnables G.Nodes, solver G.Solver) (s *Step, err er
 	s = &Step{solver: solver, learnables: G.NodesToValueGrads(learnables)}
 	// The cost is copied out by a read node while the machine runs: the
 	// register behind cost.Value() can be reused by later instructions
-	// (see TestTapeMachineStaleValue).
+	// (see TestTapeMachineStaleValue in nn/stock).
 	G.Read(cost, &s.cost)
 	s.vm = G.NewTapeMachine(cost.Graph())
 	return s, nil

@@ -65,7 +65,7 @@ func benchTrain(b *testing.B, s Support, logits []float64, cfg TransformerConfig
 		b.Fatal(err)
 	}
 	t := cfg.Context + stride + 1
-	fw, err := tr.Forward(batch, t)
+	fw, err := tr.Forward(batch, t, Fused)
 	if err != nil {
 		b.Fatal(err)
 	}

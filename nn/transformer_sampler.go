@@ -2,11 +2,12 @@ package nn
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 
 	G "gorgonia.org/gorgonia"
+
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 )
 
 // TransformerSnapshot holds what samplers need of one set of a
@@ -17,6 +18,9 @@ import (
 // the layer norm's gain and bias. The first layer is linear in h0 = E[x] +
 // P[c], so a token's record at a position is the sum of two rows, and a
 // sampler's Push costs O(Context*D + R*D).
+//
+// The records are those of the training graph's attention op
+// (kernels.WeightsAll), prefixed by h0.
 //
 // A snapshot is read-only once built: the samplers of any number of
 // goroutines share it (Sampler, one per goroutine). It does not follow
@@ -29,23 +33,22 @@ type TransformerSnapshot struct {
 	unemb          []float64 // (V, D) output embeddings, row a token a's
 	bias           []float64 // (NNZ) per-entry logit B (zeros with Init "identity")
 	lnGain, lnBias []float64 // (D) each, nil without LayerNorm
-	scale          float64   // 1 / sqrt(D/H), the attention's score scale
 }
 
 // Snapshot computes the sampling tables of the current parameter values.
 func (tr *Transformer) Snapshot() *TransformerSnapshot {
 	cfg := tr.cfg
 	v, d, hd, c := cfg.Vocab, cfg.Dim, cfg.Heads, cfg.Context
-	w, dh := (3+hd)*d, d/hd
-	sn := &TransformerSnapshot{cfg: cfg, d: d, heads: hd, w: w, scale: 1 / math.Sqrt(float64(dh))}
+	w := (3 + hd) * d
+	sn := &TransformerSnapshot{cfg: cfg, d: d, heads: hd, w: w}
 	pw := w - d // (D, W-D): [W_Q | W_K | W_V W_O per head]
-	proj := weightsAll(make([]float64, d*pw), floatsOf(tr.wq), floatsOf(tr.wk), floatsOf(tr.wv), floatsOf(tr.wo), d, hd)
+	proj := kernels.WeightsAll(make([]float64, d*pw), floatsOf(tr.wq), floatsOf(tr.wk), floatsOf(tr.wv), floatsOf(tr.wo), d, hd)
 	records := func(emb []float64, rows int) []float64 {
 		rec := make([]float64, rows*w)
 		for x := 0; x < rows; x++ {
 			copy(rec[x*w:x*w+d], emb[x*d:(x+1)*d])
 		}
-		gemm(false, false, 1, dense(emb, rows, d), dense(proj, d, pw), 0, view(rec, d, rows, pw, w)) // (rows, D) x (D, W-D) -> (rows, W-D)
+		kernels.Gemm(false, false, 1, kernels.Dense(emb, rows, d), kernels.Dense(proj, d, pw), 0, kernels.View(rec, d, rows, pw, w)) // (rows, D) x (D, W-D) -> (rows, W-D)
 		return rec
 	}
 	sn.tok = records(floatsOf(tr.emb), v)
@@ -163,62 +166,35 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 	if s.n > 0 && cfg.Support.Entry(s.last, x) < 0 {
 		return nil, fmt.Errorf("nn: transformer sampler: transition %d -> %d: not in the support", s.last, x)
 	}
-	d, c, hd, w := sn.d, cfg.Context, sn.heads, sn.w
-	dh, slot := d/hd, s.n%c
+	d, c, w := sn.d, cfg.Context, sn.w
+	slot := s.n % c
 	rec, tok := s.ring[slot*w:(slot+1)*w], sn.tok[x*w:(x+1)*w]
 	if sn.pos != nil { // the record of x at its position: token's + position's
 		ps := (s.start + s.n) % c
-		addTwo(rec, tok, sn.pos[ps*w:(ps+1)*w])
+		kernels.AddTwo(rec, tok, sn.pos[ps*w:(ps+1)*w])
 	} else {
 		copy(rec, tok)
 	}
 	h, q := rec[:d], rec[d:2*d] // the residual stream starts at h0; later pushes read only k and vo
 
 	// Attention over the prompt, when there is one, and the ring's rows
-	// (the last min(n+1, Context) tokens), head by head. Values are
-	// already through W_O, so each head adds its weighted values to the
-	// residual stream directly.
-	lead, rows := 0, min(s.n+1, c)
+	// (the last min(n+1, Context) tokens), as the training graph's.
+	var pk, pv []float64
 	if s.prompt {
-		lead = 1
+		pk, pv = s.pkey, s.pval
 	}
-	scale := sn.scale
-	for hh := 0; hh < hd; hh++ {
-		qh, wt := q[hh*dh:(hh+1)*dh], s.weights[hh*(c+1):hh*(c+1)+lead+rows]
-		if s.prompt {
-			wt[0] = dot(qh, s.pkey[hh*dh:(hh+1)*dh])
-		}
-		dots(wt[lead:], qh, s.ring[2*d+hh*dh:], w) // (rows, dh) x (dh) -> (rows): the ring's keys of head hh
-		m := math.Inf(-1)
-		for i := range wt {
-			wt[i] *= scale
-			m = max(m, wt[i])
-		}
-		exps(wt, wt, m) // the maximum's is exactly 1
-		sum := 0.0
-		for _, v := range wt {
-			sum += v
-		}
-		inv := 1 / sum
-		for i := range wt {
-			wt[i] *= inv
-		}
-		axpys(h, wt[lead:], s.ring[(3+hh)*d:], w) // (D, rows) x (rows) -> (D): the ring's values of head hh
-		if s.prompt {
-			axpy(h, wt[0], s.pval[hh*d:(hh+1)*d])
-		}
-	}
+	kernels.Attend(h, s.weights, c+1, q, s.ring[2*d:], s.ring[3*d:], w, min(s.n+1, c), sn.heads, pk, pv)
 
 	if sn.lnGain != nil {
-		layerNormVec(h, sn.lnGain, sn.lnBias)
+		kernels.LayerNorm(h, sn.lnGain, sn.lnBias)
 	}
 	lo, hi := cfg.Support.Offsets[x], cfg.Support.Offsets[x+1]
 	s.logp, s.prob = s.logp[:hi-lo], s.prob[:hi-lo]
 	for e := lo; e < hi; e++ {
 		a := cfg.Support.Next[e]
-		s.logp[e-lo] = dot(h, sn.unemb[a*d:(a+1)*d]) + sn.bias[e]
+		s.logp[e-lo] = kernels.Dot(h, sn.unemb[a*d:(a+1)*d]) + sn.bias[e]
 	}
-	rowLogSoftmax(s.logp, s.prob, s.logp)
+	kernels.LogSoftmax(s.logp, s.prob, s.logp)
 	s.n++
 	s.last = x
 	return s.logp, nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -65,7 +66,7 @@ type harness struct {
 
 func newHarness(t testing.TB, tr *Transformer, b, n int, weights []float64) *harness {
 	t.Helper()
-	fw, err := tr.Forward(b, n)
+	fw, err := tr.Forward(b, n, Fused)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,4 +388,11 @@ func TestSamplerAttention(t *testing.T) {
 			x = s.Row(x)[0]
 		}
 	}
+}
+
+// TestSamplerWithoutAVX reruns the sampler against the graph on gonum's
+// kernels, the path of machines without AVX2 and FMA.
+func TestSamplerWithoutAVX(t *testing.T) {
+	defer kernels.UseAVX(kernels.UseAVX(false))
+	TestTransformerSamplerMatchesGraph(t)
 }

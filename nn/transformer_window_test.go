@@ -220,7 +220,7 @@ func TestTransformerWindowErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw, err := tr.Forward(2, 3)
+	fw, err := tr.Forward(2, 3, Fused)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func (l *transformer) forwardLogProbs(target int, path []int) ([]float64, error)
 	if err := tr.SetParamValues(l.tr.ParamValues()); err != nil {
 		return nil, err
 	}
-	fw, err := tr.Forward(1, len(path))
+	fw, err := tr.Forward(1, len(path), nn.Fused)
 	if err != nil {
 		return nil, err
 	}

@@ -177,7 +177,7 @@ func newTransformer(t *Trainer, s Setup) (*transformer, error) {
 		return nil, err
 	}
 	l.rowT = rowLen(opts.Stride, opts.Context)
-	if l.fw, err = l.tr.Forward(opts.Windows, l.rowT); err != nil {
+	if l.fw, err = l.tr.Forward(opts.Windows, l.rowT, nn.Fused); err != nil {
 		return nil, err
 	}
 	cost, err := l.buildLoss(cfg)

@@ -23,7 +23,7 @@ import (
 // Adam turns into full steps, which walks the policy away from its start
 // (the hitting time rose from 52k to 77k in 60 PPO steps where the bigram,
 // learning from every token, fell). So in sampled RLVR B learns from every
-// sampled token, as the bigram does, in a graph of its own (nn.TableLoss)
+// sampled token, as the bigram does, in a graph of its own (nn.TableBatch)
 // whose logits are B plus the correction the sampler computed for each
 // token (constants), and the windows graph trains every other parameter.
 //
@@ -36,14 +36,13 @@ import (
 // tableChunk is the table pass's tokens per fill of its graph.
 const tableChunk = 1 << 15
 
-// table is the table pass's graph: a TableLoss over B's values in a graph
-// of its own, built once, and its Step on the table's solver group.
+// table is the table pass's graph: a TableBatch over B's values in a
+// graph of its own, built once, the loss sum_t w_t log pi_t(a_t) over its
+// tokens, and its Step on the table's solver group.
 type table struct {
-	loss *nn.TableLoss
-	step *nn.Step
-	// scratch for one fill
-	entries, rows, taken []int
-	offsets, w           []float64
+	batch *nn.TableBatch
+	w     vec // (Capacity) the tokens' weights
+	step  *nn.Step
 	// each minibatch's tokens (tableTokensOf), reused from update to
 	// update: at the paper's size they hold millions of tokens
 	mini []tableTokens
@@ -55,15 +54,26 @@ func (l *transformer) newTable() (*table, error) {
 	b := ls[len(ls)-1] // B, last
 	gr := G.NewGraph()
 	tb := G.NewVector(gr, G.Float64, G.WithShape(b.Shape()[0]), G.WithName("B"), G.WithValue(b.Value())) // shares B's values
-	loss, err := nn.NewTableLoss(tb, tableChunk)
+	width := 0
+	for s, ok := range l.t.trained {
+		if ok {
+			width = max(width, len(l.t.g.Row(s)))
+		}
+	}
+	batch, err := nn.NewTableBatch(tb, tableChunk, width, nn.Fused)
 	if err != nil {
 		return nil, err
 	}
-	step, err := nn.NewStep(loss.Cost, G.Nodes{tb}, l.solv.(*solvers.Groups).Solver(1))
+	w := newVec(gr, tableChunk, "table_weights")
+	cost, err := G.Mul(w.node, batch.Taken()) // (N) . (N) -> ()
 	if err != nil {
 		return nil, err
 	}
-	return &table{loss: loss, step: step}, nil
+	step, err := nn.NewStep(cost, G.Nodes{tb}, l.solv.(*solvers.Groups).Solver(1))
+	if err != nil {
+		return nil, err
+	}
+	return &table{batch: batch, w: w, step: step}, nil
 }
 
 // tableTokens are the tokens of one minibatch the table pass trains on:
@@ -119,28 +129,25 @@ func (l *transformer) tableStep(tb *table, ab *eval.AgentBatch, states []int32, 
 	g, t := l.t.g, l.t
 	for c := 0; c < len(in.tokens); c += tableChunk {
 		toks, rolls := in.tokens[c:min(c+tableChunk, len(in.tokens))], in.rollouts[c:]
-		tb.rows = resize(tb.rows, len(toks)+1)
-		tb.rows[0] = 0
-		for j, k := range toks { // token j's slots start where token j-1's end
-			s := states[k]
-			tb.rows[j+1] = tb.rows[j] + g.Offsets[s+1] - g.Offsets[s]
-		}
-		slots := tb.rows[len(toks)]
-		tb.entries, tb.offsets = resize(tb.entries, slots), resize(tb.offsets, slots)
-		tb.taken, tb.w = resize(tb.taken, len(toks)), resize(tb.w, len(toks))
+		w := tb.w.data()
+		clear(w)
 		inParts(len(toks), func(j0, j1 int) { // the rows are read from all over the batch: on every core
 			for j := j0; j < j1; j++ {
 				k := toks[j]
 				s := int(states[k])
 				lo, hi := g.Offsets[s], g.Offsets[s+1]
-				row, at := ab.Rows[rolls[j]][rowStart[k]:][:hi-lo], tb.rows[j]-lo
+				row := ab.Rows[rolls[j]][rowStart[k]:][:hi-lo]
+				off := tb.batch.Set(j, lo, hi-lo, int(ab.Entries[k])-lo)
 				for e := lo; e < hi; e++ {
-					tb.entries[at+e], tb.offsets[at+e] = e, row[e-lo]-b0[e]
+					off[e-lo] = row[e-lo] - b0[e]
 				}
-				tb.taken[j], tb.w[j] = int(ab.Entries[k])-lo, -adv[k]*in.scale/div[k]
+				w[j] = -adv[k] * in.scale / div[k]
 			}
 		})
-		if err := tb.loss.Fill(tb.entries, tb.rows, tb.taken, tb.offsets, tb.w); err != nil {
+		if err := tb.batch.SetLen(len(toks)); err != nil {
+			return fmt.Errorf("trainers: step %d: table: %w", t.done, err)
+		}
+		if err := G.Let(tb.w.node, tb.w.val); err != nil {
 			return fmt.Errorf("trainers: step %d: table: %w", t.done, err)
 		}
 		if _, err := tb.step.Accumulate(); err != nil { // refuses NaN losses and gradients
@@ -168,15 +175,6 @@ func rowStarts(g *tasks.Graph, trained []bool, ab *eval.AgentBatch, states []int
 		}
 	}
 	return out
-}
-
-// resize returns x with length n, reusing its memory when it is large
-// enough (the contents are not kept).
-func resize[T any](x []T, n int) []T {
-	if cap(x) >= n {
-		return x[:n]
-	}
-	return make([]T, n)
 }
 
 // inParts calls fn on GOMAXPROCS contiguous parts [lo, hi) of [0, n) in

@@ -1,9 +1,12 @@
-package nn
+package kernels
 
-// haveAVX reports whether the CPU and the operating system support AVX2
+// cpuAVX reports whether the CPU and the operating system support AVX2
 // and FMA: the vector kernels then use kernels_amd64.s (4 lanes, fused
 // multiply-add: about twice gonum's SSE2 at the sampler's lengths).
-var haveAVX = detectAVX()
+var cpuAVX = detectAVX()
+
+// haveAVX is whether the vector kernels use the assembly (UseAVX).
+var haveAVX = cpuAVX
 
 // detectAVX checks CPUID for FMA, AVX and OSXSAVE (leaf 1) and AVX2 (leaf
 // 7), and XCR0 for the saved SSE and AVX register state.

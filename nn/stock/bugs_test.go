@@ -1,4 +1,4 @@
-package nn
+package stock
 
 import (
 	"math"
@@ -38,7 +38,8 @@ func runMatrix(t *testing.T, data []float64, build func(x *G.Node) []*G.Node) []
 
 // The softmax kernels start each row's maximum from the first element of
 // the whole tensor, not of the row: a row lying far below x[0] underflows.
-// Workaround: SegmentLogSoftmax.
+// Workaround: LogSoftmax here (Max, BroadcastSub, Exp, Sum, Log), and the
+// fused ops.SegmentLogSoftmax.
 func TestGorgoniaSoftMaxBug(t *testing.T) {
 	got := runMatrix(t, []float64{1000, 0, 0, 0, 1, 2}, func(x *G.Node) []*G.Node {
 		return []*G.Node{G.Must(G.SoftMax(x))} // (2, 3) -> (2, 3)
@@ -122,4 +123,33 @@ func TestTapeMachineStaleValue(t *testing.T) {
 	if got, want := e.Value().Data().([]float64)[1], (math.E+10)*10; math.Abs(got-want) > 1e-12 {
 		t.Errorf("exp(a).Value()[1] after RunAll: got %v, want the bug's %v (the value of (exp(a)+b)*b)", got, want)
 	}
+}
+
+// ByIndices's backward on a vector adds the gradient of index position i
+// at the wrong place once i reaches the vector's length (tensor's
+// selectByIndicesB, innermost axis, takes each position's offset in the
+// input's shape and the index's in the output gradient's). Workaround:
+// Gather gathers a vector as a (len, 1) matrix.
+func TestGorgoniaByIndicesVectorGradBug(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewVector(g, G.Float64, G.WithShape(2), G.WithName("x"), G.WithValue(vec([]float64{1, 2}))) // (2)
+	idx := ints(g, "idx", []int{0, 0, 1})                                                              // (3)
+	w := G.NewVector(g, G.Float64, G.WithShape(3), G.WithName("w"), G.WithValue(vec([]float64{1, 10, 100})))
+	loss := G.Must(G.Mul(G.Must(G.ByIndices(x, idx, 0)), w)) // (3) . (3) -> ()
+	grads, err := G.Grad(loss, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gv G.Value
+	G.Read(grads[0], &gv)
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	got, right := gv.Data().([]float64), []float64{11, 100}
+	if got[0] == right[0] && got[1] == right[1] {
+		t.Errorf("d/dx of x[0]+10x[0]+100x[1] by ByIndices: got the right %v, want the bug", got)
+	}
+	t.Logf("d/dx of x[0]+10x[0]+100x[1] by ByIndices: got %v (right: %v)", got, right)
 }

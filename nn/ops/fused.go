@@ -1,6 +1,8 @@
-package nn
+package ops
 
 import (
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
+
 	"fmt"
 	"hash"
 	"sync/atomic"
@@ -58,7 +60,7 @@ func applyFused(name string, k kernel, out tensor.Shape, inputs ...*G.Node) (*G.
 	f := &fused{name: name, id: fusedIDs.Add(1), out: out.Clone(), k: k}
 	for i, n := range inputs {
 		if n.Dtype() != G.Float64 {
-			return nil, fmt.Errorf("nn: %s: input %d (%s) dtype %v: want float64", name, i, n.Name(), n.Dtype())
+			return nil, fmt.Errorf("ops: %s: input %d (%s) dtype %v: want float64", name, i, n.Name(), n.Dtype())
 		}
 		f.in = append(f.in, n.Shape().Clone())
 	}
@@ -69,13 +71,13 @@ func applyFused(name string, k kernel, out tensor.Shape, inputs ...*G.Node) (*G.
 // input shapes.
 func (f *fused) inputs(vals []G.Value) ([][]float64, error) {
 	if len(vals) < len(f.in) {
-		return nil, fmt.Errorf("nn: %s: got %d inputs, want %d", f.name, len(vals), len(f.in))
+		return nil, fmt.Errorf("ops: %s: got %d inputs, want %d", f.name, len(vals), len(f.in))
 	}
-	f.inBuf = grow(f.inBuf, len(f.in))
+	f.inBuf = kernels.Grow(f.inBuf, len(f.in))
 	for i, s := range f.in {
 		d, err := float64Data(vals[i], s.TotalSize())
 		if err != nil {
-			return nil, fmt.Errorf("nn: %s: input %d: %w", f.name, i, err)
+			return nil, fmt.Errorf("ops: %s: input %d: %w", f.name, i, err)
 		}
 		f.inBuf[i] = d
 	}
@@ -123,7 +125,7 @@ func (op *fusedForward) Do(vals ...G.Value) (G.Value, error) {
 	}
 	out := buffer(&f.outV, f.out)
 	if err := f.k.forward(out.Data().([]float64), in); err != nil {
-		return nil, fmt.Errorf("nn: %s: %w", f.name, err)
+		return nil, fmt.Errorf("ops: %s: %w", f.name, err)
 	}
 	f.runs++
 	return out, nil
@@ -149,14 +151,14 @@ func (op *fusedForward) DiffWRT(inputs int) []bool {
 // the output's gradient.
 func (op *fusedForward) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	if len(inputs) != len(op.f.in) {
-		return nil, fmt.Errorf("nn: %s backward: got %d inputs, want %d", op.f.name, len(inputs), len(op.f.in))
+		return nil, fmt.Errorf("ops: %s backward: got %d inputs, want %d", op.f.name, len(inputs), len(op.f.in))
 	}
 	args := append(append(G.Nodes(nil), inputs...), grad)
 	out := make(G.Nodes, len(inputs))
 	for k := range inputs {
 		n, err := G.ApplyOp(&fusedGrad{f: op.f, k: k}, args...) // inputs..., (out) -> (shape of input k)
 		if err != nil {
-			return nil, fmt.Errorf("nn: %s backward: %w", op.f.name, err)
+			return nil, fmt.Errorf("ops: %s backward: %w", op.f.name, err)
 		}
 		out[k] = n
 	}
@@ -189,11 +191,11 @@ func (op *fusedGrad) InferShape(ds ...G.DimSizer) (tensor.Shape, error) {
 func (op *fusedGrad) Do(vals ...G.Value) (G.Value, error) {
 	f := op.f
 	if f.runs == 0 {
-		return nil, fmt.Errorf("nn: %s backward: no forward to differentiate", f.name)
+		return nil, fmt.Errorf("ops: %s backward: no forward to differentiate", f.name)
 	}
 	if f.grads != f.runs {
 		if len(vals) != len(f.in)+1 {
-			return nil, fmt.Errorf("nn: %s backward: got %d inputs, want %d", f.name, len(vals), len(f.in)+1)
+			return nil, fmt.Errorf("ops: %s backward: got %d inputs, want %d", f.name, len(vals), len(f.in)+1)
 		}
 		in, err := f.inputs(vals)
 		if err != nil {
@@ -201,15 +203,15 @@ func (op *fusedGrad) Do(vals ...G.Value) (G.Value, error) {
 		}
 		g, err := float64Data(vals[len(f.in)], f.out.TotalSize())
 		if err != nil {
-			return nil, fmt.Errorf("nn: %s backward: output gradient: %w", f.name, err)
+			return nil, fmt.Errorf("ops: %s backward: output gradient: %w", f.name, err)
 		}
-		f.gradV = grow(f.gradV, len(f.in))
-		f.gBuf = grow(f.gBuf, len(f.in))
+		f.gradV = kernels.Grow(f.gradV, len(f.in))
+		f.gBuf = kernels.Grow(f.gBuf, len(f.in))
 		for i, s := range f.in {
 			f.gBuf[i] = buffer(&f.gradV[i], s).Data().([]float64)
 		}
 		if err := f.k.backward(f.gBuf, in, g); err != nil {
-			return nil, fmt.Errorf("nn: %s backward: %w", f.name, err)
+			return nil, fmt.Errorf("ops: %s backward: %w", f.name, err)
 		}
 		f.grads = f.runs
 	}

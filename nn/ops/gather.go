@@ -1,4 +1,4 @@
-package nn
+package ops
 
 import (
 	"fmt"
@@ -15,19 +15,22 @@ var (
 	_ G.Op   = (*scatterAddOp)(nil)
 )
 
-// gather returns x's entries (x a vector) or rows (x a matrix) picked by
+// Gather returns x's entries (x a vector) or rows (x a matrix) picked by
 // the Int index vector idx (n): out[i] = x[idx[i]], or zero where idx[i] =
-// -1 (no gradient flows there). Its backward scatter-adds the incoming
-// gradient, so repeated indices accumulate.
-// It is used instead of G.ByIndices because its backward is a plain
-// scatter-add checked here by finite differences (through the transformer);
-// G.ByIndices's backward (tensor's SelectByIndicesB) was not checked.
-func gather(x, idx *G.Node) (*G.Node, error) {
+// -1 (no gradient flows there). Its hand-written backward scatter-adds the
+// incoming gradient, so repeated indices accumulate.
+//
+// It computes what G.ByIndices computes (TestGatherMatchesByIndices
+// checks values and gradients against it), but writes into outputs kept
+// from run to run: ByIndices and its backward allocate a new tensor at
+// every run, and the table pass gathers from vectors of hundreds of
+// thousands of slots a few hundred times a step.
+func Gather(x, idx *G.Node) (*G.Node, error) {
 	if x.Dims() < 1 || x.Dims() > 2 {
-		return nil, fmt.Errorf("nn: gather: input shape %v: want a vector or a matrix", x.Shape())
+		return nil, fmt.Errorf("ops: gather: input shape %v: want a vector or a matrix", x.Shape())
 	}
 	if idx.Dims() != 1 || idx.Dtype() != G.Int {
-		return nil, fmt.Errorf("nn: gather: indices %v %v: want an Int vector", idx.Dtype(), idx.Shape())
+		return nil, fmt.Errorf("ops: gather: indices %v %v: want an Int vector", idx.Dtype(), idx.Shape())
 	}
 	op := &gatherOp{in: x.Shape().Clone(), n: idx.Shape()[0]}
 	return G.ApplyOp(op, x, idx) // (M[, W]), (n) -> (n[, W])
@@ -39,10 +42,6 @@ type gatherOp struct {
 	in  tensor.Shape  // input shape
 	n   int           // number of indices
 	out *tensor.Dense // output reused by Do
-	// add, when set (vector inputs only), is a constant added to the
-	// output: out[i] = x[idx[i]] + add[i] (TableLogLik's offsets). The
-	// gradient is the same scatter-add.
-	add []float64
 }
 
 // width returns the length of one gathered item (1 for a vector input).
@@ -73,31 +72,28 @@ func (op *gatherOp) InferShape(ds ...G.DimSizer) (tensor.Shape, error) {
 
 func (op *gatherOp) Do(vals ...G.Value) (G.Value, error) {
 	if len(vals) != 2 {
-		return nil, fmt.Errorf("nn: gather: got %d inputs, want 2", len(vals))
+		return nil, fmt.Errorf("ops: gather: got %d inputs, want 2", len(vals))
 	}
 	x, err := float64Data(vals[0], op.in.TotalSize())
 	if err != nil {
-		return nil, fmt.Errorf("nn: gather: input: %w", err)
+		return nil, fmt.Errorf("ops: gather: input: %w", err)
 	}
 	idx, ok := vals[1].Data().([]int)
 	if !ok || len(idx) != op.n {
-		return nil, fmt.Errorf("nn: gather: indices %T of %d: want %d ints", vals[1].Data(), vals[1].Shape().TotalSize(), op.n)
+		return nil, fmt.Errorf("ops: gather: indices %T of %d: want %d ints", vals[1].Data(), vals[1].Shape().TotalSize(), op.n)
 	}
 	w, m := op.width(), op.in[0]
 	val := buffer(&op.out, op.outShape())
 	out := val.Data().([]float64)
 	for i, j := range idx {
 		if j < -1 || j >= m {
-			return nil, fmt.Errorf("nn: gather: index %d is %d: want in [0, %d) or -1", i, j, m)
+			return nil, fmt.Errorf("ops: gather: index %d is %d: want in [0, %d) or -1", i, j, m)
 		}
 		if j == -1 {
 			clear(out[i*w : (i+1)*w])
 			continue
 		}
 		copy(out[i*w:(i+1)*w], x[j*w:(j+1)*w])
-	}
-	for i, a := range op.add {
-		out[i] += a
 	}
 	return val, nil
 }
@@ -107,7 +103,7 @@ func (op *gatherOp) CallsExtern() bool    { return false }
 func (op *gatherOp) OverwritesInput() int { return -1 }
 
 func (op *gatherOp) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "Gather{in=%v,n=%d,add=%p}", op.in, op.n, op.add) // an addend is its own op
+	fmt.Fprintf(h, "Gather{in=%v,n=%d}", op.in, op.n)
 }
 func (op *gatherOp) Hashcode() uint32 { return hashOp(op) }
 func (op *gatherOp) String() string   { return fmt.Sprintf("Gather{in=%v,n=%d}", op.in, op.n) }
@@ -116,11 +112,11 @@ func (op *gatherOp) DiffWRT(inputs int) []bool { return []bool{true, false} }
 
 func (op *gatherOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	if len(inputs) != 2 {
-		return nil, fmt.Errorf("nn: gather backward: got %d inputs, want 2", len(inputs))
+		return nil, fmt.Errorf("ops: gather backward: got %d inputs, want 2", len(inputs))
 	}
 	dx, err := G.ApplyOp(&scatterAddOp{fwd: op}, grad, inputs[1]) // (n[, W]), (n) -> (M[, W])
 	if err != nil {
-		return nil, fmt.Errorf("nn: gather backward: %w", err)
+		return nil, fmt.Errorf("ops: gather backward: %w", err)
 	}
 	return G.Nodes{dx, nil}, nil
 }
@@ -145,16 +141,16 @@ func (op *scatterAddOp) InferShape(ds ...G.DimSizer) (tensor.Shape, error) {
 
 func (op *scatterAddOp) Do(vals ...G.Value) (G.Value, error) {
 	if len(vals) != 2 {
-		return nil, fmt.Errorf("nn: gather backward: got %d inputs, want 2", len(vals))
+		return nil, fmt.Errorf("ops: gather backward: got %d inputs, want 2", len(vals))
 	}
 	w := op.fwd.width()
 	g, err := float64Data(vals[0], op.fwd.n*w)
 	if err != nil {
-		return nil, fmt.Errorf("nn: gather backward: gradient: %w", err)
+		return nil, fmt.Errorf("ops: gather backward: gradient: %w", err)
 	}
 	idx, ok := vals[1].Data().([]int)
 	if !ok || len(idx) != op.fwd.n {
-		return nil, fmt.Errorf("nn: gather backward: indices %T: want %d ints", vals[1].Data(), op.fwd.n)
+		return nil, fmt.Errorf("ops: gather backward: indices %T: want %d ints", vals[1].Data(), op.fwd.n)
 	}
 	m := op.fwd.in[0]
 	val := buffer(&op.out, op.fwd.in)
@@ -162,7 +158,7 @@ func (op *scatterAddOp) Do(vals ...G.Value) (G.Value, error) {
 	clear(out)
 	for i, j := range idx {
 		if j < -1 || j >= m {
-			return nil, fmt.Errorf("nn: gather backward: index %d is %d: want in [0, %d) or -1", i, j, m)
+			return nil, fmt.Errorf("ops: gather backward: index %d is %d: want in [0, %d) or -1", i, j, m)
 		}
 		if j == -1 {
 			continue

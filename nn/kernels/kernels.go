@@ -1,4 +1,4 @@
-package nn
+package kernels
 
 import (
 	"runtime"
@@ -14,65 +14,78 @@ import (
 // kernels call AVX2 and FMA assembly when the CPU has it (kernels_amd64.s:
 // about twice gonum's SSE2 at length 64) and gonum's assembly otherwise
 // (floats.Dot, floats.AddScaled: SSE2 on amd64, about twice as fast as an
-// unrolled Go loop at length 64); matrix products call gonum's blocked,
+// unrolled Go loop at length 64); Matrix products call gonum's blocked,
 // parallel Gemm. Lengths are always equal by construction: the kernels
 // panic otherwise, and a panic inside a tape machine's goroutine cannot
 // be recovered.
 
-// dot returns x . y, len(x) == len(y).
-func dot(x, y []float64) float64 {
+// UseAVX makes the vector kernels use the AVX2 and FMA assembly (on) or
+// gonum's code (off), the path machines without AVX2 and FMA take, and
+// returns the previous setting. On is refused (false) where the CPU lacks
+// them. It is for tests and benchmarks that run both paths, as
+//
+//	defer kernels.UseAVX(kernels.UseAVX(false))
+//
+// and must not be called while kernels run.
+func UseAVX(on bool) (was bool) {
+	was, haveAVX = haveAVX, on && cpuAVX
+	return was
+}
+
+// Dot returns x . y, len(x) == len(y).
+func Dot(x, y []float64) float64 {
 	if !haveAVX {
 		return floats.Dot(x, y)
 	}
 	if len(x) != len(y) {
-		panic("nn: dot: lengths differ")
+		panic("kernels: dot: lengths differ")
 	}
 	return dotAVX(x, y)
 }
 
-// axpy adds a x to dst, len(dst) == len(x).
-func axpy(dst []float64, a float64, x []float64) {
+// Axpy adds a x to dst, len(dst) == len(x).
+func Axpy(dst []float64, a float64, x []float64) {
 	if !haveAVX {
 		floats.AddScaled(dst, a, x)
 		return
 	}
 	if len(x) != len(dst) {
-		panic("nn: axpy: lengths differ")
+		panic("kernels: axpy: lengths differ")
 	}
 	axpyAVX(dst, a, x)
 }
 
-// addTo adds x to dst element by element, len(dst) == len(x): an axpy
+// AddTo adds x to dst element by element, len(dst) == len(x): an axpy
 // with a = 1 (a fused 1 x + dst rounds as x + dst).
-func addTo(dst, x []float64) {
+func AddTo(dst, x []float64) {
 	if !haveAVX {
 		floats.Add(dst, x)
 		return
 	}
-	axpy(dst, 1, x)
+	Axpy(dst, 1, x)
 }
 
-// addTwo writes x + y into dst, all of one length.
-func addTwo(dst, x, y []float64) {
+// AddTwo writes x + y into dst, all of one length.
+func AddTwo(dst, x, y []float64) {
 	if !haveAVX {
 		floats.AddTo(dst, x, y)
 		return
 	}
 	if len(x) != len(dst) || len(y) != len(dst) {
-		panic("nn: addTwo: lengths differ")
+		panic("kernels: addTwo: lengths differ")
 	}
 	addTwoAVX(dst, x, y)
 }
 
-// dots writes y[i] = x . a[i*stride : i*stride+len(x)] for every i <
-// len(y): the rows of a strided matrix times a vector, without gemv's
+// Dots writes y[i] = x . a[i*stride : i*stride+len(x)] for every i <
+// len(y): the rows of a strided Matrix times a vector, without gemv's
 // per-call cost.
-func dots(y, x, a []float64, stride int) {
+func Dots(y, x, a []float64, stride int) {
 	if len(y) == 0 {
 		return
 	}
 	if (len(y)-1)*stride+len(x) > len(a) {
-		panic("nn: dots: rows past the matrix")
+		panic("kernels: dots: rows past the Matrix")
 	}
 	if haveAVX {
 		dotsAVX(y, x, a, stride)
@@ -83,15 +96,15 @@ func dots(y, x, a []float64, stride int) {
 	}
 }
 
-// axpys adds sum_i c[i] a[i*stride : i*stride+len(dst)] to dst, i <
-// len(c): a strided matrix transposed times a vector, as one axpy per
+// Axpys adds sum_i c[i] a[i*stride : i*stride+len(dst)] to dst, i <
+// len(c): a strided Matrix transposed times a vector, as one axpy per
 // row in order of i.
-func axpys(dst, c, a []float64, stride int) {
+func Axpys(dst, c, a []float64, stride int) {
 	if len(c) == 0 {
 		return
 	}
 	if (len(c)-1)*stride+len(dst) > len(a) {
-		panic("nn: axpys: rows past the matrix")
+		panic("kernels: axpys: rows past the Matrix")
 	}
 	if haveAVX {
 		axpysAVX(dst, c, a, stride)
@@ -106,26 +119,26 @@ func axpys(dst, c, a []float64, stride int) {
 // call and argument structs per call, which show at the sampler's sizes).
 var impl gonum.Implementation
 
-// matrix is a row-major (rows, cols) view of data with the given row
-// stride, the blas64 form gemm takes: column blocks of a wider matrix are
+// Matrix is a row-major (rows, cols) view of data with the given row
+// stride, the blas64 form Gemm takes: column blocks of a wider Matrix are
 // views with stride > cols.
-type matrix = blas64.General
+type Matrix = blas64.General
 
-// view returns the (rows, cols) matrix of data starting at its element
+// View returns the (rows, cols) Matrix of data starting at its element
 // off, rows stride apart.
-func view(data []float64, off, rows, cols, stride int) matrix {
+func View(data []float64, off, rows, cols, stride int) Matrix {
 	if rows == 0 || cols == 0 {
-		return matrix{Rows: rows, Cols: cols, Stride: max(stride, 1), Data: nil}
+		return Matrix{Rows: rows, Cols: cols, Stride: max(stride, 1), Data: nil}
 	}
-	return matrix{Rows: rows, Cols: cols, Stride: stride, Data: data[off : off+(rows-1)*stride+cols]}
+	return Matrix{Rows: rows, Cols: cols, Stride: stride, Data: data[off : off+(rows-1)*stride+cols]}
 }
 
-// dense returns the contiguous (rows, cols) matrix held by data.
-func dense(data []float64, rows, cols int) matrix { return view(data, 0, rows, cols, cols) }
+// Dense returns the contiguous (rows, cols) Matrix held by data.
+func Dense(data []float64, rows, cols int) Matrix { return View(data, 0, rows, cols, cols) }
 
-// gemm computes c = alpha op(a) op(b) + beta c, op a transpose when the
+// Gemm computes c = alpha op(a) op(b) + beta c, op a transpose when the
 // flag says so. Empty products leave beta c.
-func gemm(transA, transB bool, alpha float64, a, b matrix, beta float64, c matrix) {
+func Gemm(transA, transB bool, alpha float64, a, b Matrix, beta float64, c Matrix) {
 	if c.Rows == 0 || c.Cols == 0 {
 		return
 	}
@@ -154,8 +167,8 @@ func gemm(transA, transB bool, alpha float64, a, b matrix, beta float64, c matri
 	blas64.Gemm(ta, tb, alpha, a, b, beta, c)
 }
 
-// gemv computes y = alpha op(a) x + beta y, op a transpose when trans.
-func gemv(trans bool, alpha float64, a matrix, x []float64, beta float64, y []float64) {
+// Gemv computes y = alpha op(a) x + beta y, op a transpose when trans.
+func Gemv(trans bool, alpha float64, a Matrix, x []float64, beta float64, y []float64) {
 	if a.Rows == 0 || a.Cols == 0 {
 		return
 	}
@@ -166,20 +179,20 @@ func gemv(trans bool, alpha float64, a matrix, x []float64, beta float64, y []fl
 	impl.Dgemv(t, a.Rows, a.Cols, alpha, a.Data, a.Stride, x, 1, beta, y, 1)
 }
 
-// ger adds alpha x y^T to a (len(x), len(y)).
-func ger(alpha float64, x, y []float64, a matrix) {
+// Ger adds alpha x y^T to a (len(x), len(y)).
+func Ger(alpha float64, x, y []float64, a Matrix) {
 	if a.Rows == 0 || a.Cols == 0 {
 		return
 	}
 	impl.Dger(a.Rows, a.Cols, alpha, x, 1, y, 1, a.Data, a.Stride)
 }
 
-// parallelFor calls fn on contiguous chunks [lo, hi) covering [0, n), on
+// ParallelFor calls fn on contiguous chunks [lo, hi) covering [0, n), on
 // up to GOMAXPROCS goroutines (the caller's included), chunks of at least
 // grain items; it returns when every chunk is done. fn must treat its
 // items independently (no shared accumulator), so that results do not
 // depend on the number of goroutines.
-func parallelFor(n, grain int, fn func(lo, hi int)) {
+func ParallelFor(n, grain int, fn func(lo, hi int)) {
 	w := min(runtime.GOMAXPROCS(0), n/max(grain, 1))
 	if w <= 1 {
 		if n > 0 {
@@ -200,12 +213,12 @@ func parallelFor(n, grain int, fn func(lo, hi int)) {
 	wg.Wait()
 }
 
-// blockSum adds to out (len m) the sum over items [0, n) of part(i, acc),
+// BlockSum adds to out (len m) the sum over items [0, n) of part(i, acc),
 // each call adding item i's contribution to the length-m accumulator acc.
 // Items are summed in fixed blocks of sumBlock, blocks in parallel, and the
 // block sums in block order, so the result does not depend on the number
 // of goroutines. scratch is grown as needed and returned for reuse.
-func blockSum(out []float64, n int, scratch []float64, part func(i int, acc []float64)) []float64 {
+func BlockSum(out []float64, n int, scratch []float64, part func(i int, acc []float64)) []float64 {
 	m := len(out)
 	blocks := (n + sumBlock - 1) / sumBlock
 	if cap(scratch) < blocks*m {
@@ -213,7 +226,7 @@ func blockSum(out []float64, n int, scratch []float64, part func(i int, acc []fl
 	}
 	scratch = scratch[:blocks*m]
 	clear(scratch)
-	parallelFor(blocks, 1, func(lo, hi int) {
+	ParallelFor(blocks, 1, func(lo, hi int) {
 		for k := lo; k < hi; k++ {
 			acc := scratch[k*m : (k+1)*m]
 			for i := k * sumBlock; i < min(n, (k+1)*sumBlock); i++ {
@@ -222,17 +235,17 @@ func blockSum(out []float64, n int, scratch []float64, part func(i int, acc []fl
 		}
 	})
 	for k := 0; k < blocks; k++ {
-		addTo(out, scratch[k*m:(k+1)*m])
+		AddTo(out, scratch[k*m:(k+1)*m])
 	}
 	return scratch
 }
 
-// sumBlock is the number of items blockSum sums serially.
+// sumBlock is the number of items BlockSum sums serially.
 const sumBlock = 256
 
-// grow returns s resliced to n elements, reallocated when too small; the
+// Grow returns s resliced to n elements, reallocated when too small; the
 // contents are not preserved.
-func grow[T any](s []T, n int) []T {
+func Grow[T any](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)
 	}

@@ -1,4 +1,4 @@
-package nn
+package ops
 
 import (
 	"math"
@@ -8,6 +8,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/rlvr-backtrack/backtrack/nn/stock"
 )
 
 // refLogSoftmax is the plain-Go reference: (x - m) - log sum exp(x - m) per
@@ -75,10 +77,7 @@ func (r *gradRunner) run(t *testing.T, x []float64) (cost float64, out, grad []f
 	if err := r.vm.RunAll(); err != nil {
 		t.Fatal(err)
 	}
-	cost, err := scalarFloat64(r.cost)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cost = r.cost.Data().(float64)
 	g, err := r.x.Grad()
 	if err != nil {
 		t.Fatal(err)
@@ -268,6 +267,53 @@ func TestSegmentLogSoftmaxErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got error %v, want one containing %q", err, tt.want)
 			}
+		})
+	}
+}
+
+// TestSegmentLogSoftmaxMatchesStock: the segmented log-softmax (the
+// bigram's) and its hand-written backward equal the same rows laid out
+// R wide and masked, through stock.MaskedLogSoftmax and gorgonia's
+// autodiff, on the ragged rows above (gaps beyond 700, ties, a row of
+// one) and on random rows.
+func TestSegmentLogSoftmaxMatchesStock(t *testing.T) {
+	rng := rand.New(rand.NewPCG(71, 72))
+	randomRows := []int{0}
+	for range 40 {
+		randomRows = append(randomRows, randomRows[len(randomRows)-1]+1+rng.IntN(7))
+	}
+	for _, tc := range []struct {
+		name    string
+		x       []float64
+		offsets []int
+	}{
+		{"ragged", raggedX, raggedOffsets},
+		{"random", randomVector(rng, randomRows[len(randomRows)-1], 3), randomRows},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows, r := len(tc.offsets)-1, 0
+			for i := range rows {
+				r = max(r, tc.offsets[i+1]-tc.offsets[i])
+			}
+			pad, back := make([]int, rows*r), make([]int, len(tc.x)) // the padded slot of each entry, and back
+			valid, mask := make([]float64, rows*r), make([]float64, rows*r)
+			for i := range rows {
+				for j := range r {
+					s, e := i*r+j, tc.offsets[i]+j
+					if e < tc.offsets[i+1] {
+						pad[s], valid[s], back[e] = e, 1, s
+					} else {
+						mask[s] = MaskLogit
+					}
+				}
+			}
+			fused := func(_ *G.ExprGraph, in G.Nodes) (*G.Node, error) { return SegmentLogSoftmax(in[0], tc.offsets) }
+			ref := func(g *G.ExprGraph, in G.Nodes) (*G.Node, error) {
+				z := G.Must(stock.Gather(in[0], intInput(g, "pad", pad)))                                                    // (n) -> (rows*R)
+				lp := G.Must(stock.MaskedLogSoftmax(z, floatInput(g, "valid", valid), floatInput(g, "mask", mask), rows, r)) // (rows*R)
+				return stock.Gather(lp, intInput(g, "back", back))                                                           // (rows*R) -> (n)
+			}
+			checkAgainstStock(t, fused, ref, []param{{"x", []int{len(tc.x)}, tc.x}}, randomVector(rng, len(tc.x), 1))
 		})
 	}
 }

@@ -1,10 +1,11 @@
-package nn
+package ops
 
 import (
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
+
 	"fmt"
 	"hash"
 	"hash/fnv"
-	"math"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
@@ -27,37 +28,39 @@ var (
 //	out[e] = x[e] - log sum_{e' in row(e)} exp(x[e'])
 //
 // computed stably (the row maximum is subtracted first) by one fused op, with
-// no allocation per element or per step; its backward is one fused op too,
-// grad_x[e] = g[e] - softmax[e] * sum_row(g). A row of length 1 gives
-// exactly 0 (and gradient 0). offsets must start at 0, increase strictly
-// (every row has at least one entry) and end at len(x).
+// no allocation per element or per step; its backward, written by hand, is
+// one fused op too, grad_x[e] = g[e] - softmax[e] * sum_row(g)
+// (TestSegmentLogSoftmaxMatchesStock checks it against gorgonia's autodiff
+// of stock.MaskedLogSoftmax). A row of length 1 gives exactly 0 (and
+// gradient 0). offsets must start at 0, increase strictly (every row has at
+// least one entry) and end at len(x).
 //
 // It replaces gorgonia v0.9.18's softmax family, which is wrong: G.SoftMax
 // and G.LogSoftMax start each row's maximum from the first element of the
-// whole tensor, so a row far below it gives NaN or +Inf
-// (TestGorgoniaSoftMaxBug, TestGorgoniaLogSoftMaxBug); their op hash ignores
-// the log flag, so SoftMax(x) and LogSoftMax(x) in one graph are merged into
-// one node and one of them returns the other's values
-// (TestGorgoniaSoftMaxLogSoftMaxMerge); and G.LogSumExp adds the maximum
-// inside the log (TestGorgoniaLogSumExpBug).
+// whole tensor, so a row far below it gives NaN or +Inf; their op hash
+// ignores the log flag, so SoftMax(x) and LogSoftMax(x) in one graph are
+// merged into one node and one of them returns the other's values; and
+// G.LogSumExp adds the maximum inside the log (package stock's
+// TestGorgoniaSoftMaxBug, TestGorgoniaLogSoftMaxBug,
+// TestGorgoniaSoftMaxLogSoftMaxMerge, TestGorgoniaLogSumExpBug).
 func SegmentLogSoftmax(x *G.Node, offsets []int) (out *G.Node, err error) {
 	defer recoverGraph("segment log-softmax", &err)
 	if x == nil {
-		return nil, fmt.Errorf("nn: segment log-softmax: nil input")
+		return nil, fmt.Errorf("ops: segment log-softmax: nil input")
 	}
 	if x.Dims() != 1 {
-		return nil, fmt.Errorf("nn: segment log-softmax: input shape %v: want a vector", x.Shape())
+		return nil, fmt.Errorf("ops: segment log-softmax: input shape %v: want a vector", x.Shape())
 	}
 	if dt := x.Dtype(); dt != G.Float64 {
-		return nil, fmt.Errorf("nn: segment log-softmax: input dtype %v: want float64", dt)
+		return nil, fmt.Errorf("ops: segment log-softmax: input dtype %v: want float64", dt)
 	}
 	if err := checkOffsets(offsets, x.Shape().TotalSize()); err != nil {
-		return nil, fmt.Errorf("nn: segment log-softmax: %w", err)
+		return nil, fmt.Errorf("ops: segment log-softmax: %w", err)
 	}
 	op := newSegmentLogSoftmax(offsets)
 	out, err = G.ApplyOp(op, x) // (n) -> (n)
 	if err != nil {
-		return nil, fmt.Errorf("nn: segment log-softmax: %w", err)
+		return nil, fmt.Errorf("ops: segment log-softmax: %w", err)
 	}
 	return out, nil
 }
@@ -119,35 +122,21 @@ func (op *segmentLogSoftmax) Do(vals ...G.Value) (G.Value, error) {
 	return reuseDo(&op.out, op.UsePreallocDo, vals)
 }
 
-// reuseDo runs do with *buf as its preallocated output and keeps the output
-// for the next run (one machine per graph, so nothing else holds it).
-func reuseDo(buf **tensor.Dense, do func(G.Value, ...G.Value) (G.Value, error), vals []G.Value) (G.Value, error) {
-	var prealloc G.Value // a nil *tensor.Dense must not become a non-nil Value
-	if *buf != nil {
-		prealloc = *buf
-	}
-	out, err := do(prealloc, vals...)
-	if err == nil {
-		*buf = out.(*tensor.Dense)
-	}
-	return out, err
-}
-
 // UsePreallocDo writes into prealloc when it is a float64 vector of the
 // right length, and into a fresh vector otherwise.
 func (op *segmentLogSoftmax) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	if len(vals) != 1 {
-		return nil, fmt.Errorf("nn: segment log-softmax: got %d inputs, want 1", len(vals))
+		return nil, fmt.Errorf("ops: segment log-softmax: got %d inputs, want 1", len(vals))
 	}
 	x, err := float64Data(vals[0], op.n())
 	if err != nil {
-		return nil, fmt.Errorf("nn: segment log-softmax: input: %w", err)
+		return nil, fmt.Errorf("ops: segment log-softmax: input: %w", err)
 	}
 	out, data := outputVector(prealloc, op.n())
 	if &data[0] == &x[0] {
-		return nil, fmt.Errorf("nn: segment log-softmax: output aliases the input")
+		return nil, fmt.Errorf("ops: segment log-softmax: output aliases the input")
 	}
-	segmentLogSoftmaxForward(data, x, op.offsets, op.lse)
+	kernels.LogSoftmaxRows(data, x, op.offsets, op.lse)
 	return out, nil
 }
 
@@ -174,15 +163,15 @@ func (op *segmentLogSoftmax) DiffWRT(inputs int) []bool { return []bool{true} }
 // node and the exponentials are computed once per step for both.
 func (op *segmentLogSoftmax) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	if len(inputs) != 1 {
-		return nil, fmt.Errorf("nn: segment log-softmax: got %d inputs, want 1", len(inputs))
+		return nil, fmt.Errorf("ops: segment log-softmax: got %d inputs, want 1", len(inputs))
 	}
 	pi, err := G.Exp(output) // (n) -> (n)
 	if err != nil {
-		return nil, fmt.Errorf("nn: segment log-softmax backward: %w", err)
+		return nil, fmt.Errorf("ops: segment log-softmax backward: %w", err)
 	}
 	dx, err := G.ApplyOp(&segmentLogSoftmaxDiff{fwd: op}, pi, grad) // (n), (n) -> (n)
 	if err != nil {
-		return nil, fmt.Errorf("nn: segment log-softmax backward: %w", err)
+		return nil, fmt.Errorf("ops: segment log-softmax backward: %w", err)
 	}
 	return G.Nodes{dx}, nil
 }
@@ -211,19 +200,19 @@ func (op *segmentLogSoftmaxDiff) Do(vals ...G.Value) (G.Value, error) {
 
 func (op *segmentLogSoftmaxDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	if len(vals) != 2 {
-		return nil, fmt.Errorf("nn: segment log-softmax backward: got %d inputs, want 2", len(vals))
+		return nil, fmt.Errorf("ops: segment log-softmax backward: got %d inputs, want 2", len(vals))
 	}
 	n := op.fwd.n()
 	pi, err := float64Data(vals[0], n)
 	if err != nil {
-		return nil, fmt.Errorf("nn: segment log-softmax backward: probabilities: %w", err)
+		return nil, fmt.Errorf("ops: segment log-softmax backward: probabilities: %w", err)
 	}
 	g, err := float64Data(vals[1], n)
 	if err != nil {
-		return nil, fmt.Errorf("nn: segment log-softmax backward: gradient: %w", err)
+		return nil, fmt.Errorf("ops: segment log-softmax backward: gradient: %w", err)
 	}
 	out, data := outputVector(prealloc, n)
-	segmentLogSoftmaxBackward(data, pi, g, op.fwd.offsets)
+	kernels.LogSoftmaxRowsBackward(data, pi, g, op.fwd.offsets)
 	return out, nil
 }
 
@@ -239,141 +228,4 @@ func (op *segmentLogSoftmaxDiff) Hashcode() uint32 { return hashOp(op) }
 
 func (op *segmentLogSoftmaxDiff) String() string {
 	return fmt.Sprintf("SegmentLogSoftmaxDiff{rows=%d}", len(op.fwd.offsets)-1)
-}
-
-// segmentLogSoftmaxForward writes out[e] = (x[e] - m) - log sum exp(x - m)
-// row by row, m the row maximum: the largest term of the sum is exp(0) = 1
-// (added as 1, without calling exp), so the sum lies in [1, len(row)] and
-// neither overflows nor underflows to 0. out may alias x; lse is scratch of
-// one value per row (nil: allocated here).
-//
-// The logs of the row sums are taken in a separate loop: there they do not
-// wait on one another, while inside the row loop each log waits on its row's
-// sum (about 4x slower at rows of 6).
-func segmentLogSoftmaxForward(out, x []float64, offsets []int, lse []float64) {
-	if lse == nil {
-		lse = make([]float64, len(offsets)-1)
-	}
-	lo := offsets[0]
-	for r, hi := range offsets[1:] {
-		row, o := x[lo:hi], out[lo:hi]
-		o = o[:len(row)]
-		lo = hi
-		m, j := row[0], 0
-		for i, v := range row {
-			if v > m {
-				m, j = v, i
-			}
-		}
-		sum := 1.0
-		for i, v := range row {
-			d := v - m
-			o[i] = d
-			if i != j {
-				sum += exp(d)
-			}
-		}
-		lse[r] = sum
-	}
-	for r, sum := range lse {
-		lse[r] = math.Log(sum)
-	}
-	lo = offsets[0]
-	for r, hi := range offsets[1:] {
-		l, o := lse[r], out[lo:hi]
-		for i := range o {
-			o[i] -= l
-		}
-		lo = hi
-	}
-}
-
-// rowLogSoftmax writes the log-softmax of the row z into logp (which may
-// alias z) and its softmax into prob, as segmentLogSoftmaxForward does on
-// one row (to rounding: the exponentials are taken four at a time by exps
-// and summed in row order); each exponential is taken once for both. It
-// returns the row's maximum m and l = log sum exp(z - m): log-softmax(z) =
-// (z - m) - l.
-func rowLogSoftmax(logp, prob, z []float64) (m, l float64) {
-	prob = prob[:len(z)]
-	logp = logp[:len(z)]
-	m = z[0]
-	for _, v := range z {
-		if v > m {
-			m = v
-		}
-	}
-	exps(prob, z, m) // the maximum's is exactly 1
-	sum := 0.0
-	for _, p := range prob {
-		sum += p
-	}
-	l, inv := math.Log(sum), 1/sum
-	for i, v := range z {
-		logp[i] = (v - m) - l
-		prob[i] *= inv
-	}
-	return m, l
-}
-
-// segmentLogSoftmaxBackward writes grad[e] = g[e] - pi[e] * sum_row(g), the
-// vector-Jacobian product of the row-wise log-softmax, pi the softmax.
-func segmentLogSoftmaxBackward(grad, pi, g []float64, offsets []int) {
-	for r := 0; r+1 < len(offsets); r++ {
-		lo, hi := offsets[r], offsets[r+1]
-		gr := g[lo:hi]
-		sum := 0.0
-		for _, v := range gr {
-			sum += v
-		}
-		p, o := pi[lo:hi], grad[lo:hi]
-		for i, v := range gr {
-			o[i] = v - p[i]*sum
-		}
-	}
-}
-
-// inferVectorShape checks that every input is a vector of length n.
-func inferVectorShape(n int, ds ...G.DimSizer) (tensor.Shape, error) {
-	for i, d := range ds {
-		s, ok := d.(tensor.Shape)
-		if !ok || s.Dims() != 1 || s.TotalSize() != n {
-			return nil, fmt.Errorf("nn: input %d has shape %v: want (%d)", i, d, n)
-		}
-	}
-	return tensor.Shape{n}, nil
-}
-
-// float64Data returns the contiguous float64 data of a vector value of length n.
-func float64Data(v G.Value, n int) ([]float64, error) {
-	if d, ok := v.(*tensor.Dense); ok && d.RequiresIterator() {
-		v = d.Materialize()
-	}
-	data, ok := v.Data().([]float64)
-	if !ok {
-		return nil, fmt.Errorf("got %T data, want []float64", v.Data())
-	}
-	if len(data) != n {
-		return nil, fmt.Errorf("got %d values, want %d", len(data), n)
-	}
-	return data, nil
-}
-
-// outputVector reuses prealloc when it is a contiguous float64 vector of
-// length n and allocates a new one otherwise.
-func outputVector(prealloc G.Value, n int) (G.Value, []float64) {
-	if d, ok := prealloc.(*tensor.Dense); ok && !d.RequiresIterator() && d.Shape().Dims() == 1 {
-		if data, ok := d.Data().([]float64); ok && len(data) == n {
-			return d, data
-		}
-	}
-	data := make([]float64, n)
-	return tensor.New(tensor.WithShape(n), tensor.WithBacking(data)), data
-}
-
-// hashOp hashes an op by its WriteHash text, as gorgonia's own ops do.
-func hashOp(op G.Op) uint32 {
-	h := fnv.New32a()
-	op.WriteHash(h)
-	return h.Sum32()
 }

@@ -1,8 +1,8 @@
-package nn
+package kernels
 
 import "math"
 
-// exp is e^x to within 2 units in the last place of math.Exp (checked by
+// Exp is e^x to within 2 units in the last place of math.Exp (checked by
 // TestExp) at about half its cost: the softmaxes of the sampler, the
 // attention and the table pass take one exponential per weight, and
 // math.Exp was the largest single cost of a paper-size step.
@@ -16,7 +16,7 @@ import "math"
 // r^5/120 (the next term, r^6/720 < 6e-19, is below the last place).
 // Arguments outside (-708, 709), where the result would leave the normal
 // range, and NaN go to math.Exp.
-func exp(x float64) float64 {
+func Exp(x float64) float64 {
 	if !(x > -708 && x < 709) {
 		return math.Exp(x)
 	}
@@ -54,13 +54,13 @@ const (
 // rounds it to an integer, held in the low bits of the sum.
 const expShift = 0x1.8p52
 
-// exps writes dst[i] = exp(src[i] - m) for every i, len(dst) ==
+// Exps writes dst[i] = Exp(src[i] - m) for every i, len(dst) ==
 // len(src) (dst may be src), four at a time with AVX2 when every argument
 // is in exp's range (to within 2 units in the last place of math.Exp,
 // TestExps); the softmaxes take their exponentials through it.
-func exps(dst, src []float64, m float64) {
+func Exps(dst, src []float64, m float64) {
 	if len(dst) != len(src) {
-		panic("nn: exps: lengths differ")
+		panic("kernels: exps: lengths differ")
 	}
 	n4 := 0
 	if haveAVX {
@@ -76,7 +76,7 @@ func exps(dst, src []float64, m float64) {
 		}
 	}
 	for i := n4; i < len(src); i++ {
-		dst[i] = exp(src[i] - m)
+		dst[i] = Exp(src[i] - m)
 	}
 }
 

@@ -1,16 +1,18 @@
-package nn
+package ops
 
 import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 )
 
-// unembed adds the fused sparse unembedding and log-softmax op: for each
+// Unembed adds the fused sparse unembedding and log-softmax op: for each
 // token position n of the batch laid out by lay, holding token x, and each
 // slot j < R,
 //
 //	z_nj = B[e] + hn_n . U[a]   (e = Offsets[x] + j, a = Next[e]) when e is in Row(x),
-//	z_nj = maskLogit            otherwise,
+//	z_nj = MaskLogit            otherwise,
 //	out_nj = z_nj - log sum_j' exp(z_nj')
 //
 // so only the valid next tokens of each position get a logit: no (N, V)
@@ -19,24 +21,25 @@ import (
 // a, (D, V); bias is the (NNZ) table B of per-entry logits, or nil for
 // none. It returns the log-probabilities (N*R).
 //
-// The backward keeps the forward's probabilities pi: dz = g - pi sum_row(g)
-// on unmasked slots, then dhn_n = sum_j dz_nj U[a], dU[a] = sum over the
-// slots whose next token is a of dz hn (grouped by next token, so tokens
-// are spread over the cores without shared sums) and dB[e] = sum of dz
-// over the slots of entry e.
-func unembed(lay *windowLayout, hn, u, bias *G.Node, transposed bool) (*G.Node, error) {
+// The hand-written backward keeps the forward's probabilities pi: dz = g -
+// pi sum_row(g) on unmasked slots, then dhn_n = sum_j dz_nj U[a], dU[a] =
+// sum over the slots whose next token is a of dz hn (grouped by next
+// token, so tokens are spread over the cores without shared sums) and
+// dB[e] = sum of dz over the slots of entry e. TestUnembedMatchesStock
+// checks it against gorgonia's autodiff of stock.Unembed.
+func Unembed(lay *Layout, hn, u, bias *G.Node, transposed bool) (*G.Node, error) {
 	d := hn.Shape()[1]
-	k := &unembedKernel{lay: lay, d: d, v: lay.support.Rows(), transposed: transposed, hasB: bias != nil}
+	k := &unembedKernel{lay: lay, d: d, v: len(lay.offsets) - 1, transposed: transposed, hasB: bias != nil}
 	in := G.Nodes{hn, u}
 	if bias != nil {
 		in = append(in, bias)
 	}
-	return applyFused("Unembed", k, tensor.Shape{lay.n() * lay.r}, in...) // (N, D), U, [B] -> (N*R)
+	return applyFused("Unembed", k, tensor.Shape{lay.N() * lay.r}, in...) // (N, D), U, [B] -> (N*R)
 }
 
-// unembedKernel computes unembed's forward and backward.
+// unembedKernel computes Unembed's forward and backward.
 type unembedKernel struct {
-	lay        *windowLayout
+	lay        *Layout
 	d, v       int
 	transposed bool      // U is (D, V)
 	hasB       bool      // a bias table B is the third input
@@ -51,7 +54,7 @@ func (k *unembedKernel) row(u []float64, a int) []float64 { return u[a*k.d : (a+
 // logit returns hn . U[a].
 func (k *unembedKernel) logit(hn, u []float64, a int) float64 {
 	if !k.transposed {
-		return dot(hn, k.row(u, a))
+		return kernels.Dot(hn, k.row(u, a))
 	}
 	z := 0.0
 	for i, h := range hn {
@@ -67,22 +70,21 @@ func (k *unembedKernel) forward(out []float64, in [][]float64) error {
 	if k.hasB {
 		b = in[2]
 	}
-	s := l.support
-	k.pi = grow(k.pi, len(out))
-	parallelFor(l.n(), 64, func(lo, hi int) {
+	k.pi = kernels.Grow(k.pi, len(out))
+	kernels.ParallelFor(l.N(), 64, func(lo, hi int) {
 		for n := lo; n < hi; n++ {
 			h, x := hn[n*d:(n+1)*d], l.tok[n]
-			e0, nv := s.Offsets[x], s.Offsets[x+1]-s.Offsets[x] // the row's entries fill slots [0, nv)
+			e0, nv := l.offsets[x], l.offsets[x+1]-l.offsets[x] // the row's entries fill slots [0, nv)
 			z, pi := out[n*r:(n+1)*r], k.pi[n*r:(n+1)*r]
 			for j := 0; j < nv; j++ {
-				z[j] = k.logit(h, u, s.Next[e0+j])
+				z[j] = k.logit(h, u, l.next[e0+j])
 				if b != nil {
 					z[j] += b[e0+j]
 				}
 			}
-			m, lse := rowLogSoftmax(z, pi, z[:nv])
-			for j := nv; j < r; j++ { // masked: log-softmax of maskLogit, probability exactly 0
-				z[j], pi[j] = (maskLogit-m)-lse, 0
+			m, lse := kernels.LogSoftmax(z, pi, z[:nv])
+			for j := nv; j < r; j++ { // masked: log-softmax of MaskLogit, probability exactly 0
+				z[j], pi[j] = (MaskLogit-m)-lse, 0
 			}
 		}
 	})
@@ -93,9 +95,9 @@ func (k *unembedKernel) backward(grads [][]float64, in [][]float64, g []float64)
 	l, d, r := k.lay, k.d, k.lay.r
 	hn, u := in[0], in[1]
 	dhn, du := grads[0], grads[1]
-	next := l.support.Next
-	k.dz = grow(k.dz, len(g))
-	parallelFor(l.n(), 64, func(lo, hi int) {
+	next := l.next
+	k.dz = kernels.Grow(k.dz, len(g))
+	kernels.ParallelFor(l.N(), 64, func(lo, hi int) {
 		for n := lo; n < hi; n++ {
 			gr, pi, dz := g[n*r:(n+1)*r], k.pi[n*r:(n+1)*r], k.dz[n*r:(n+1)*r]
 			sum := 0.0
@@ -112,7 +114,7 @@ func (k *unembedKernel) backward(grads [][]float64, in [][]float64, g []float64)
 				dz[j] = gr[j] - pi[j]*sum
 				a := next[e]
 				if !k.transposed {
-					axpy(dh, dz[j], k.row(u, a))
+					kernels.Axpy(dh, dz[j], k.row(u, a))
 					continue
 				}
 				for i := range dh {
@@ -121,14 +123,14 @@ func (k *unembedKernel) backward(grads [][]float64, in [][]float64, g []float64)
 			}
 		}
 	})
-	parallelFor(k.v, 16, func(lo, hi int) {
+	kernels.ParallelFor(k.v, 16, func(lo, hi int) {
 		for a := lo; a < hi; a++ {
 			slots := l.aslot[l.aoff[a]:l.aoff[a+1]]
 			if !k.transposed {
 				ua := du[a*d : (a+1)*d]
 				clear(ua)
 				for _, s := range slots {
-					axpy(ua, k.dz[s], hn[(s/r)*d:(s/r+1)*d])
+					kernels.Axpy(ua, k.dz[s], hn[(s/r)*d:(s/r+1)*d])
 				}
 				continue
 			}

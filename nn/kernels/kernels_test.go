@@ -1,4 +1,4 @@
-package nn
+package kernels
 
 import (
 	"math"
@@ -27,24 +27,24 @@ func checkVectorKernels(t *testing.T) {
 		for i := range x {
 			want, abs = want+x[i]*y[i], abs+math.Abs(x[i]*y[i])
 		}
-		if got := dot(x, y); math.Abs(got-want) > 1e-14*abs {
+		if got := Dot(x, y); math.Abs(got-want) > 1e-14*abs {
 			t.Errorf("n=%d: dot: got %v, want %v", n, got, want)
 		}
 		dst := append([]float64(nil), z...)
-		axpy(dst, -0.7, x)
+		Axpy(dst, -0.7, x)
 		for i := range dst {
 			if w := z[i] - 0.7*x[i]; math.Abs(dst[i]-w) > 1e-15*(math.Abs(z[i])+math.Abs(0.7*x[i])) {
 				t.Errorf("n=%d: axpy[%d]: got %v, want %v", n, i, dst[i], w)
 			}
 		}
 		copy(dst, z)
-		addTo(dst, x)
+		AddTo(dst, x)
 		for i := range dst {
 			if w := z[i] + x[i]; dst[i] != w {
 				t.Errorf("n=%d: addTo[%d]: got %v, want %v", n, i, dst[i], w)
 			}
 		}
-		addTwo(dst, x, y)
+		AddTwo(dst, x, y)
 		for i := range dst {
 			if w := x[i] + y[i]; dst[i] != w {
 				t.Errorf("n=%d: addTwo[%d]: got %v, want %v", n, i, dst[i], w)
@@ -70,16 +70,16 @@ func checkStridedKernels(t *testing.T) {
 			stride := n + 3
 			a, x, c := randomVector(rng, rows*stride, 1), randomVector(rng, n, 1), randomVector(rng, rows, 1)
 			y := make([]float64, rows)
-			dots(y, x, a, stride)
+			Dots(y, x, a, stride)
 			got, want := randomVector(rng, n, 1), make([]float64, n)
 			copy(want, got)
-			axpys(got, c, a, stride)
+			Axpys(got, c, a, stride)
 			for i := range rows {
 				row := a[i*stride : i*stride+n]
-				if w := dot(x, row); y[i] != w {
+				if w := Dot(x, row); y[i] != w {
 					t.Errorf("width %d, %d rows: dots[%d]: got %v, want %v", n, rows, i, y[i], w)
 				}
-				axpy(want, c[i], row)
+				Axpy(want, c[i], row)
 			}
 			for j := range want {
 				if got[j] != want[j] {
@@ -94,12 +94,12 @@ func checkStridedKernels(t *testing.T) {
 // than reading past a slice.
 func TestVectorKernelsRefuseUnequalLengths(t *testing.T) {
 	for name, fn := range map[string]func(){
-		"dot":    func() { dot(make([]float64, 5), make([]float64, 4)) },
-		"axpy":   func() { axpy(make([]float64, 5), 1, make([]float64, 4)) },
-		"addTo":  func() { addTo(make([]float64, 5), make([]float64, 4)) },
-		"addTwo": func() { addTwo(make([]float64, 5), make([]float64, 5), make([]float64, 4)) },
-		"dots":   func() { dots(make([]float64, 2), make([]float64, 4), make([]float64, 8), 5) },
-		"axpys":  func() { axpys(make([]float64, 4), make([]float64, 2), make([]float64, 8), 5) },
+		"dot":    func() { Dot(make([]float64, 5), make([]float64, 4)) },
+		"axpy":   func() { Axpy(make([]float64, 5), 1, make([]float64, 4)) },
+		"addTo":  func() { AddTo(make([]float64, 5), make([]float64, 4)) },
+		"addTwo": func() { AddTwo(make([]float64, 5), make([]float64, 5), make([]float64, 4)) },
+		"dots":   func() { Dots(make([]float64, 2), make([]float64, 4), make([]float64, 8), 5) },
+		"axpys":  func() { Axpys(make([]float64, 4), make([]float64, 2), make([]float64, 8), 5) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -110,4 +110,13 @@ func TestVectorKernelsRefuseUnequalLengths(t *testing.T) {
 			fn()
 		})
 	}
+}
+
+// randomVector returns n values drawn from N(0, scale^2).
+func randomVector(rng *rand.Rand, n int, scale float64) []float64 {
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = scale * rng.NormFloat64()
+	}
+	return x
 }

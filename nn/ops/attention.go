@@ -1,29 +1,13 @@
-package nn
+package ops
 
 import (
-	"math"
-
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 )
 
-// maskLogit is the large finite negative number a masked logit takes
-// before the max-shifted log-softmax: exp(maskLogit - max) underflows to
-// exactly 0, so masked entries get probability exactly 0 while no -Inf
-// enters arithmetic. Unmasked logits must stay far above it (|value| < 1e8
-// keeps them exact).
-const maskLogit = -1e9
-
-// uniformOffsets returns the offsets of rows rows of width w each.
-func uniformOffsets(rows, w int) []int {
-	off := make([]int, rows+1)
-	for r := range off {
-		off[r] = r * w
-	}
-	return off
-}
-
-// attend adds the fused embedding and banded causal attention op to the
+// Attention adds the fused embedding and banded causal attention op to the
 // graph of E: for each token position n of the batch laid out by lay,
 //
 //	h_n = h0_n + sum_heads sum_j alpha_nj (h0_j W_V[:, head] W_O[head, :])
@@ -40,8 +24,11 @@ func uniformOffsets(rows, w int) []int {
 // weights into tables of the distinct tokens of the batch (at most once
 // per token while the parameters do not change) and of the Context
 // positions (attentionKernel), and each position costs O(Context*D*H)
-// instead of O(D^2).
-func attend(lay *windowLayout, heads int, emb, pos, wq, wk, wv, wo *G.Node) (*G.Node, error) {
+// instead of O(D^2). Each position's attention is kernels.Attend, the
+// sampler's. The backward is written by hand (attentionKernel);
+// TestAttentionMatchesStock checks it against gorgonia's autodiff of
+// stock.Attention.
+func Attention(lay *Layout, heads int, emb, pos, wq, wk, wv, wo *G.Node) (*G.Node, error) {
 	d := emb.Shape()[1]
 	k := &attentionKernel{lay: lay, d: d, heads: heads, hasPos: pos != nil}
 	in := G.Nodes{emb}
@@ -49,24 +36,10 @@ func attend(lay *windowLayout, heads int, emb, pos, wq, wk, wv, wo *G.Node) (*G.
 		in = append(in, pos)
 	}
 	in = append(in, wq, wk, wv, wo)
-	return applyFused("Attention", k, tensor.Shape{lay.n(), d}, in...) // E, [P,] W_Q, W_K, W_V, W_O -> (B*T, D)
+	return applyFused("Attention", k, tensor.Shape{lay.N(), d}, in...) // E, [P,] W_Q, W_K, W_V, W_O -> (B*T, D)
 }
 
-// weightsAll writes W_all = [W_Q | W_K | W_V[:, head 1] W_O[head 1, :] |
-// ... | W_V[:, head H] W_O[head H, :]] (D, (2+H) D) into dst and returns it.
-func weightsAll(dst, wq, wk, wv, wo []float64, d, heads int) []float64 {
-	w, dh := (2+heads)*d, d/heads
-	for i := 0; i < d; i++ {
-		copy(dst[i*w:i*w+d], wq[i*d:(i+1)*d])
-		copy(dst[i*w+d:i*w+2*d], wk[i*d:(i+1)*d])
-	}
-	for h := 0; h < heads; h++ { // (D, dh) x (dh, D) -> (D, D)
-		gemm(false, false, 1, view(wv, h*dh, d, dh, d), view(wo, h*dh*d, dh, d, d), 0, view(dst, (2+h)*d, d, d, w))
-	}
-	return dst
-}
-
-// attentionKernel computes attend's forward and backward.
+// attentionKernel computes Attention's forward and backward.
 //
 // With W = (2+H) D and W_all = [W_Q | W_K | W_V[:, head 1] W_O[head 1, :] |
 // ... ] (D, W), the forward computes the tables T_E = E_u W_all (U, W) of
@@ -90,7 +63,7 @@ func weightsAll(dst, wq, wk, wv, wo []float64, d, heads int) []float64 {
 // its own per-token sums, added in shard order: results do not depend on
 // the number of cores.
 type attentionKernel struct {
-	lay      *windowLayout
+	lay      *Layout
 	d, heads int
 	hasPos   bool
 	wAll     []float64   // (D, W)
@@ -133,7 +106,7 @@ func (k *attentionKernel) params(in [][]float64) (e, p, wq, wk, wv, wo []float64
 // eachShard runs fn on every shard in parallel with its range of rows.
 func (k *attentionKernel) eachShard(fn func(sh *attentionShard, lo, hi int)) {
 	b := k.lay.b
-	parallelFor(attentionShards, 1, func(s0, s1 int) {
+	kernels.ParallelFor(attentionShards, 1, func(s0, s1 int) {
 		for s := s0; s < s1; s++ {
 			fn(&k.shards[s], s*b/attentionShards, (s+1)*b/attentionShards)
 		}
@@ -144,88 +117,59 @@ func (k *attentionKernel) eachShard(fn func(sh *attentionShard, lo, hi int)) {
 // slot t, the prompt's in local slot T.
 func (k *attentionKernel) rowRecords(sh *attentionShard, b int) {
 	l, w := k.lay, k.width()
-	sh.rec = grow(sh.rec, (l.t+1)*w)
+	sh.rec = kernels.Grow(sh.rec, (l.t+1)*w)
 	for t := 0; t < l.t; t++ {
 		s := b*l.t + t
 		r, te := sh.rec[t*w:(t+1)*w], k.tabs.row(l.tok[s], w)
 		if k.hasPos {
-			addTwo(r, te, k.tabP[l.pos[s]*w:(l.pos[s]+1)*w])
+			kernels.AddTwo(r, te, k.tabP[l.pos[s]*w:(l.pos[s]+1)*w])
 		} else {
 			copy(r, te)
 		}
 	}
 	if l.prompt {
-		copy(sh.rec[l.t*w:(l.t+1)*w], k.tabs.row(l.tok[l.n()+b], w))
+		copy(sh.rec[l.t*w:(l.t+1)*w], k.tabs.row(l.tok[l.N()+b], w))
 	}
 }
 
 func (k *attentionKernel) forward(out []float64, in [][]float64) error {
 	l, d, w, hd := k.lay, k.d, k.width(), k.heads
-	dh := d / hd
 	e, p, wq, wk, wv, wo := k.params(in)
 	nu, c := len(l.uniq), l.ctx
 
 	if k.tabs.refresh(in, len(e)/d, w) {
-		k.wAll = weightsAll(grow(k.wAll, d*w), wq, wk, wv, wo, d, hd)
+		k.wAll = kernels.WeightsAll(kernels.Grow(k.wAll, d*w), wq, wk, wv, wo, d, hd)
 		if p != nil {
-			k.tabP = grow(k.tabP, c*w)
-			gemm(false, false, 1, dense(p, c, d), dense(k.wAll, d, w), 0, dense(k.tabP, c, w)) // (C, D) x (D, W) -> (C, W)
+			k.tabP = kernels.Grow(k.tabP, c*w)
+			kernels.Gemm(false, false, 1, kernels.Dense(p, c, d), kernels.Dense(k.wAll, d, w), 0, kernels.Dense(k.tabP, c, w)) // (C, D) x (D, W) -> (C, W)
 		}
 	}
 	k.tabs.fill(l.uniq, e, k.wAll, d, w) // T_E = E_u W_all: (U, D) x (D, W) -> (U, W), rows not yet current only
-	k.eU = grow(k.eU, nu*d)
+	k.eU = kernels.Grow(k.eU, nu*d)
 	for u, x := range l.uniq {
 		copy(k.eU[u*d:(u+1)*d], e[x*d:(x+1)*d])
 	}
 
 	kmax := c + 1
-	k.alpha = grow(k.alpha, l.n()*hd*kmax)
-	scale := 1 / math.Sqrt(float64(dh))
-	lead := 0
-	if l.prompt {
-		lead = 1
-	}
+	k.alpha = kernels.Grow(k.alpha, l.N()*hd*kmax)
 	k.eachShard(func(sh *attentionShard, lo, hi int) {
-		pr := l.t * w // the prompt's record in sh.rec
 		for b := lo; b < hi; b++ {
 			k.rowRecords(sh, b)
+			var pk, pv []float64 // the prompt's key and values: local slot T of sh.rec
+			if l.prompt {
+				pr := l.t * w
+				pk, pv = sh.rec[pr+d:pr+2*d], sh.rec[pr+2*d:pr+w]
+			}
 			for t := 0; t < l.t; t++ {
 				n, j0 := b*l.t+t, max(0, t-c+1) // keys: [the prompt,] tokens j0..t
-				nw := t - j0 + 1
 				hn, x := out[n*d:(n+1)*d], l.tok[n]
 				if p != nil {
-					addTwo(hn, e[x*d:(x+1)*d], p[l.pos[n]*d:(l.pos[n]+1)*d])
+					kernels.AddTwo(hn, e[x*d:(x+1)*d], p[l.pos[n]*d:(l.pos[n]+1)*d])
 				} else {
 					copy(hn, e[x*d:(x+1)*d])
 				}
 				q := sh.rec[t*w : t*w+d]
-				for h := 0; h < hd; h++ {
-					qh := q[h*dh : (h+1)*dh]
-					al := k.alpha[(n*hd+h)*kmax : (n*hd+h)*kmax+lead+nw]
-					if l.prompt {
-						al[0] = dot(qh, sh.rec[pr+d+h*dh:pr+d+(h+1)*dh]) * scale
-					}
-					gemv(false, scale, view(sh.rec, j0*w+d+h*dh, nw, dh, w), qh, 0, al[lead:]) // (nw, dh) x (dh) -> (nw)
-					m := al[0]
-					for _, v := range al {
-						if v > m {
-							m = v
-						}
-					}
-					exps(al, al, m)
-					sum := 0.0
-					for _, v := range al {
-						sum += v
-					}
-					inv := 1 / sum
-					for i := range al {
-						al[i] *= inv
-					}
-					gemv(true, 1, view(sh.rec, j0*w+(2+h)*d, nw, d, w), al[lead:], 1, hn) // (D, nw) x (nw) -> (D)
-					if l.prompt {
-						axpy(hn, al[0], sh.rec[pr+(2+h)*d:pr+(3+h)*d])
-					}
-				}
+				kernels.Attend(hn, k.alpha[n*hd*kmax:(n+1)*hd*kmax], kmax, q, sh.rec[j0*w+d:], sh.rec[j0*w+2*d:], w, t-j0+1, hd, pk, pv)
 			}
 		}
 	})
@@ -238,7 +182,7 @@ func (k *attentionKernel) backward(grads [][]float64, in [][]float64, g []float6
 	_, p, _, _, wv, wo := k.params(in)
 	de, dp, dwq, dwk, dwv, dwo := k.params(grads)
 	nu, c, kmax := len(l.uniq), l.ctx, l.ctx+1
-	scale := 1 / math.Sqrt(float64(dh))
+	scale := kernels.AttentionScale(dh)
 	lead := 0
 	if l.prompt {
 		lead = 1
@@ -247,12 +191,12 @@ func (k *attentionKernel) backward(grads [][]float64, in [][]float64, g []float6
 	// Per shard of rows: the gradients of each row's records, summed per
 	// token and per residue with the residual's.
 	k.eachShard(func(sh *attentionShard, lo, hi int) {
-		sh.drec, sh.da = grow(sh.drec, (l.t+1)*w), grow(sh.da, kmax)
-		sh.dtabE, sh.dEU = grow(sh.dtabE, nu*w), grow(sh.dEU, nu*d)
+		sh.drec, sh.da = kernels.Grow(sh.drec, (l.t+1)*w), kernels.Grow(sh.da, kmax)
+		sh.dtabE, sh.dEU = kernels.Grow(sh.dtabE, nu*w), kernels.Grow(sh.dEU, nu*d)
 		clear(sh.dtabE)
 		clear(sh.dEU)
 		if p != nil {
-			sh.dtabP, sh.dPos = grow(sh.dtabP, c*w), grow(sh.dPos, c*d)
+			sh.dtabP, sh.dPos = kernels.Grow(sh.dtabP, c*w), kernels.Grow(sh.dPos, c*d)
 			clear(sh.dtabP)
 			clear(sh.dPos)
 		}
@@ -269,26 +213,26 @@ func (k *attentionKernel) backward(grads [][]float64, in [][]float64, g []float6
 					qh, dqh := q[h*dh:(h+1)*dh], dq[h*dh:(h+1)*dh]
 					al := k.alpha[(n*hd+h)*kmax : (n*hd+h)*kmax+lead+nw]
 					da := sh.da[:lead+nw]
-					vals, dvals := view(sh.rec, j0*w+(2+h)*d, nw, d, w), view(sh.drec, j0*w+(2+h)*d, nw, d, w)
-					keys, dkeys := view(sh.rec, j0*w+d+h*dh, nw, dh, w), view(sh.drec, j0*w+d+h*dh, nw, dh, w)
-					gemv(false, 1, vals, gn, 0, da[lead:]) // (nw, D) x (D) -> (nw): d loss / d alpha
+					vals, dvals := kernels.View(sh.rec, j0*w+(2+h)*d, nw, d, w), kernels.View(sh.drec, j0*w+(2+h)*d, nw, d, w)
+					keys, dkeys := kernels.View(sh.rec, j0*w+d+h*dh, nw, dh, w), kernels.View(sh.drec, j0*w+d+h*dh, nw, dh, w)
+					kernels.Gemv(false, 1, vals, gn, 0, da[lead:]) // (nw, D) x (D) -> (nw): d loss / d alpha
 					if l.prompt {
-						da[0] = dot(gn, sh.rec[pr+(2+h)*d:pr+(3+h)*d])
+						da[0] = kernels.Dot(gn, sh.rec[pr+(2+h)*d:pr+(3+h)*d])
 					}
 					sum := 0.0
 					for i, a := range al {
 						sum += a * da[i]
 					}
-					ger(1, al[lead:], gn, dvals) // (nw) x (D) -> (nw, D): d loss / d vo
+					kernels.Ger(1, al[lead:], gn, dvals) // (nw) x (D) -> (nw, D): d loss / d vo
 					for i, a := range al {
 						da[i] = a * (da[i] - sum) * scale // d loss / d score
 					}
-					gemv(true, 1, keys, da[lead:], 1, dqh) // (dh, nw) x (nw) -> (dh)
-					ger(1, da[lead:], qh, dkeys)           // (nw) x (dh) -> (nw, dh): d loss / d k
+					kernels.Gemv(true, 1, keys, da[lead:], 1, dqh) // (dh, nw) x (nw) -> (dh)
+					kernels.Ger(1, da[lead:], qh, dkeys)           // (nw) x (dh) -> (nw, dh): d loss / d k
 					if l.prompt {
-						axpy(sh.drec[pr+(2+h)*d:pr+(3+h)*d], al[0], gn)
-						axpy(dqh, da[0], sh.rec[pr+d+h*dh:pr+d+(h+1)*dh])
-						axpy(sh.drec[pr+d+h*dh:pr+d+(h+1)*dh], da[0], qh)
+						kernels.Axpy(sh.drec[pr+(2+h)*d:pr+(3+h)*d], al[0], gn)
+						kernels.Axpy(dqh, da[0], sh.rec[pr+d+h*dh:pr+d+(h+1)*dh])
+						kernels.Axpy(sh.drec[pr+d+h*dh:pr+d+(h+1)*dh], da[0], qh)
 					}
 				}
 			}
@@ -298,57 +242,57 @@ func (k *attentionKernel) backward(grads [][]float64, in [][]float64, g []float6
 					if !l.prompt {
 						break
 					}
-					s = l.n() + b
+					s = l.N() + b
 				}
 				u := l.uidx[s]
-				addTo(sh.dtabE[u*w:(u+1)*w], sh.drec[t*w:(t+1)*w])
+				kernels.AddTo(sh.dtabE[u*w:(u+1)*w], sh.drec[t*w:(t+1)*w])
 				if t == l.t {
 					continue // the prompt: no residual, no position
 				}
-				addTo(sh.dEU[u*d:(u+1)*d], g[s*d:(s+1)*d])
+				kernels.AddTo(sh.dEU[u*d:(u+1)*d], g[s*d:(s+1)*d])
 				if p != nil {
 					c := l.pos[s]
-					addTo(sh.dtabP[c*w:(c+1)*w], sh.drec[t*w:(t+1)*w])
-					addTo(sh.dPos[c*d:(c+1)*d], g[s*d:(s+1)*d])
+					kernels.AddTo(sh.dtabP[c*w:(c+1)*w], sh.drec[t*w:(t+1)*w])
+					kernels.AddTo(sh.dPos[c*d:(c+1)*d], g[s*d:(s+1)*d])
 				}
 			}
 		}
 	})
-	k.dtabE, k.dEU = grow(k.dtabE, nu*w), grow(k.dEU, nu*d)
+	k.dtabE, k.dEU = kernels.Grow(k.dtabE, nu*w), kernels.Grow(k.dEU, nu*d)
 	sumShards(k.dtabE, func(s int) []float64 { return k.shards[s].dtabE })
 	sumShards(k.dEU, func(s int) []float64 { return k.shards[s].dEU })
 
 	// Through the tables to the weights and embeddings.
 	half := nu / 2
-	parallelFor(2, 1, func(lo, hi int) {
+	kernels.ParallelFor(2, 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			u0, u1 := i*half, nu
 			if i == 0 {
 				u1 = half
 			}
-			k.gAll[i] = grow(k.gAll[i], d*w)
-			gemm(true, false, 1, view(k.eU, u0*d, u1-u0, d, d), view(k.dtabE, u0*w, u1-u0, w, w), 0, dense(k.gAll[i], d, w)) // (D, U/2) x (U/2, W) -> (D, W)
+			k.gAll[i] = kernels.Grow(k.gAll[i], d*w)
+			kernels.Gemm(true, false, 1, kernels.View(k.eU, u0*d, u1-u0, d, d), kernels.View(k.dtabE, u0*w, u1-u0, w, w), 0, kernels.Dense(k.gAll[i], d, w)) // (D, U/2) x (U/2, W) -> (D, W)
 		}
 	})
 	gAll := k.gAll[0]
-	addTo(gAll, k.gAll[1])
+	kernels.AddTo(gAll, k.gAll[1])
 	if p != nil {
-		k.dtabP = grow(k.dtabP, c*w)
+		k.dtabP = kernels.Grow(k.dtabP, c*w)
 		sumShards(k.dtabP, func(s int) []float64 { return k.shards[s].dtabP })
 		sumShards(dp, func(s int) []float64 { return k.shards[s].dPos })
-		gemm(true, false, 1, dense(p, c, d), dense(k.dtabP, c, w), 1, dense(gAll, d, w))    // (D, C) x (C, W) -> (D, W)
-		gemm(false, true, 1, dense(k.dtabP, c, w), dense(k.wAll, d, w), 1, dense(dp, c, d)) // (C, W) x (W, D) -> (C, D)
+		kernels.Gemm(true, false, 1, kernels.Dense(p, c, d), kernels.Dense(k.dtabP, c, w), 1, kernels.Dense(gAll, d, w))    // (D, C) x (C, W) -> (D, W)
+		kernels.Gemm(false, true, 1, kernels.Dense(k.dtabP, c, w), kernels.Dense(k.wAll, d, w), 1, kernels.Dense(dp, c, d)) // (C, W) x (W, D) -> (C, D)
 	}
 	for i := 0; i < d; i++ {
 		copy(dwq[i*d:(i+1)*d], gAll[i*w:i*w+d])
 		copy(dwk[i*d:(i+1)*d], gAll[i*w+d:i*w+2*d])
 	}
 	for h := 0; h < hd; h++ {
-		gh := view(gAll, (2+h)*d, d, d, w)                                                 // (D, D): dW_V W_O of head h
-		gemm(false, true, 1, gh, view(wo, h*dh*d, dh, d, d), 0, view(dwv, h*dh, d, dh, d)) // (D, D) x (D, dh) -> (D, dh)
-		gemm(true, false, 1, view(wv, h*dh, d, dh, d), gh, 0, view(dwo, h*dh*d, dh, d, d)) // (dh, D) x (D, D) -> (dh, D)
+		gh := kernels.View(gAll, (2+h)*d, d, d, w)                                                                 // (D, D): dW_V W_O of head h
+		kernels.Gemm(false, true, 1, gh, kernels.View(wo, h*dh*d, dh, d, d), 0, kernels.View(dwv, h*dh, d, dh, d)) // (D, D) x (D, dh) -> (D, dh)
+		kernels.Gemm(true, false, 1, kernels.View(wv, h*dh, d, dh, d), gh, 0, kernels.View(dwo, h*dh*d, dh, d, d)) // (dh, D) x (D, D) -> (dh, D)
 	}
-	gemm(false, true, 1, dense(k.dtabE, nu, w), dense(k.wAll, d, w), 1, dense(k.dEU, nu, d)) // (U, W) x (W, D) -> (U, D)
+	kernels.Gemm(false, true, 1, kernels.Dense(k.dtabE, nu, w), kernels.Dense(k.wAll, d, w), 1, kernels.Dense(k.dEU, nu, d)) // (U, W) x (W, D) -> (U, D)
 	clear(de)
 	for u, x := range l.uniq {
 		copy(de[x*d:(x+1)*d], k.dEU[u*d:(u+1)*d])
@@ -359,10 +303,10 @@ func (k *attentionKernel) backward(grads [][]float64, in [][]float64, g []float6
 // sumShards overwrites dst with the sum of the shards' part(s), in shard
 // order, spread over the cores by element.
 func sumShards(dst []float64, part func(s int) []float64) {
-	parallelFor(len(dst), 4096, func(lo, hi int) {
+	kernels.ParallelFor(len(dst), 4096, func(lo, hi int) {
 		copy(dst[lo:hi], part(0)[lo:hi])
 		for s := 1; s < attentionShards; s++ {
-			addTo(dst[lo:hi], part(s)[lo:hi])
+			kernels.AddTo(dst[lo:hi], part(s)[lo:hi])
 		}
 	})
 }

@@ -1,6 +1,10 @@
-package nn
+package ops
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
+)
 
 // tokenTables keeps the attention's token records T_E[x] = E[x] W_all
 // (V, W) from one run of the graph to the next while the parameters do not
@@ -32,11 +36,11 @@ func (c *tokenTables) refresh(params [][]float64, v, w int) bool {
 	if same {
 		return false
 	}
-	c.saved = grow(c.saved, len(params))
+	c.saved = kernels.Grow(c.saved, len(params))
 	for i, p := range params {
 		c.saved[i] = append(c.saved[i][:0], p...)
 	}
-	c.full, c.stamp = grow(c.full, v*w), grow(c.stamp, v)
+	c.full, c.stamp = kernels.Grow(c.full, v*w), kernels.Grow(c.stamp, v)
 	c.gen++
 	return true
 }
@@ -54,11 +58,11 @@ func (c *tokenTables) fill(toks []int, e, wAll []float64, d, w int) {
 	if m == 0 {
 		return
 	}
-	c.eMiss, c.out = grow(c.eMiss, m*d), grow(c.out, m*w)
+	c.eMiss, c.out = kernels.Grow(c.eMiss, m*d), kernels.Grow(c.out, m*w)
 	for i, x := range c.miss {
 		copy(c.eMiss[i*d:(i+1)*d], e[x*d:(x+1)*d])
 	}
-	gemm(false, false, 1, dense(c.eMiss, m, d), dense(wAll, d, w), 0, dense(c.out, m, w)) // (M, D) x (D, W) -> (M, W)
+	kernels.Gemm(false, false, 1, kernels.Dense(c.eMiss, m, d), kernels.Dense(wAll, d, w), 0, kernels.Dense(c.out, m, w)) // (M, D) x (D, W) -> (M, W)
 	for i, x := range c.miss {
 		copy(c.full[x*w:(x+1)*w], c.out[i*w:(i+1)*w])
 		c.stamp[x] = c.gen

@@ -1,0 +1,200 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
+)
+
+// TableLayout is the integer and constant side of a TableLogSoftmax: up
+// to Capacity tokens of R logit slots each, token t's slot j (j < its
+// count) the support entry first[t]+j of the table with a constant offset,
+// every other slot masked. The caller fills it (Set, SetLen) before each
+// run; the op reads it at every run. A token past the fill's length has
+// no unmasked slot.
+type TableLayout struct {
+	capacity, r int
+	n           int       // tokens of the current fill
+	first, cnt  []int     // (Capacity) each token's first entry and number of unmasked slots
+	offsets     []float64 // (Capacity*R) each slot's constant, 0 on masked slots
+	taken       []int     // (Capacity) the slot t*R+k of the token each position took
+}
+
+// NewTableLayout returns an empty layout of capacity tokens of r slots.
+func NewTableLayout(capacity, r int) *TableLayout {
+	return &TableLayout{capacity: capacity, r: r, first: make([]int, capacity), cnt: make([]int, capacity),
+		offsets: make([]float64, capacity*r), taken: make([]int, capacity)}
+}
+
+// Capacity returns the most tokens a fill holds.
+func (l *TableLayout) Capacity() int { return l.capacity }
+
+// Width returns R, the slots per token.
+func (l *TableLayout) Width() int { return l.r }
+
+// Set lays out token t (< Capacity) as count (1 to R) unmasked slots over
+// the entries first, first+1, ... of the table, having taken slot k <
+// count, and returns its count offsets for the caller to write; its
+// masked slots get offset 0. Tokens set on several goroutines must differ.
+func (l *TableLayout) Set(t, first, count, k int) []float64 {
+	l.first[t], l.cnt[t], l.taken[t] = first, count, t*l.r+k
+	o := l.offsets[t*l.r : (t+1)*l.r]
+	clear(o[count:])
+	return o[:count]
+}
+
+// SetLen ends a fill of n tokens, set by Set; the tokens from n on have
+// no unmasked slot (and take slot 0).
+func (l *TableLayout) SetLen(n int) {
+	for t := n; t < l.n; t++ {
+		l.cnt[t], l.taken[t] = 0, t*l.r
+		clear(l.offsets[t*l.r : (t+1)*l.r])
+	}
+	l.n = n
+}
+
+// Taken returns the slot of each token's taken next token (t*R+k). Do not
+// modify it.
+func (l *TableLayout) Taken() []int { return l.taken }
+
+// Check checks the fill against a table of p entries: every slot count
+// in [1, R], every taken slot among the unmasked ones, every entry in
+// [0, p).
+func (l *TableLayout) Check(p int) error {
+	for t := range l.n {
+		c, k := l.cnt[t], l.taken[t]-t*l.r
+		if c < 1 || c > l.r {
+			return fmt.Errorf("token %d has %d slots: want 1 to %d", t, c, l.r)
+		}
+		if k < 0 || k >= c {
+			return fmt.Errorf("token %d took slot %d of %d", t, k, c)
+		}
+		if l.first[t] < 0 || l.first[t]+c > p {
+			return fmt.Errorf("token %d: entries %d to %d: want in [0, %d)", t, l.first[t], l.first[t]+c, p)
+		}
+	}
+	return nil
+}
+
+// TableIndices is a TableLayout as the index and mask vectors of a graph
+// of stock ops (package stock).
+type TableIndices struct {
+	SlotEntry []int     // (Capacity*R) the entry of each slot, 0 when masked
+	Valid     []float64 // (Capacity*R) 1 on an unmasked slot, 0 on a masked one
+	Mask      []float64 // (Capacity*R) 0 on an unmasked slot, MaskLogit on a masked one
+	Offsets   []float64 // (Capacity*R) each slot's constant, 0 on masked slots: the layout's own
+}
+
+// Indices returns the fill as index and mask vectors, written into in's
+// slices (reused when large enough).
+func (l *TableLayout) Indices(in *TableIndices) {
+	m := l.capacity * l.r
+	in.SlotEntry, in.Valid, in.Mask = kernels.Grow(in.SlotEntry, m), kernels.Grow(in.Valid, m), kernels.Grow(in.Mask, m)
+	for t := range l.capacity {
+		for j := range l.r {
+			s := t*l.r + j
+			if j < l.cnt[t] {
+				in.SlotEntry[s], in.Valid[s], in.Mask[s] = l.first[t]+j, 1, 0
+			} else {
+				in.SlotEntry[s], in.Valid[s], in.Mask[s] = 0, 0, MaskLogit
+			}
+		}
+	}
+	in.Offsets = l.offsets
+}
+
+// TableLogSoftmax adds the fused op of a logit table's per-token
+// log-softmax: for token t of the fill laid out by lay and its slot j,
+//
+//	z_tj = table[first_t + j] + offset_tj   for j < count_t,
+//	z_tj = MaskLogit                        otherwise,
+//	out_tj = z_tj - log sum_j' exp(z_tj')
+//
+// a (Capacity*R) vector of log-probabilities laid out as Unembed's. It is
+// a transformer's logit table B trained on every sampled token with the
+// rest of each logit (LN(h) . U, a constant here) taken from the sampler.
+// Its forward keeps each slot's probability for its backward, written by
+// hand: dz = g - pi sum_row(g) on unmasked slots, dtable[e] = the sum of
+// dz over the slots of entry e, summed in fixed blocks of tokens in block
+// order (results do not depend on the number of cores).
+// TestTableLogSoftmaxMatchesStock checks it against gorgonia's autodiff of
+// stock.TableLogSoftmax.
+func TableLogSoftmax(lay *TableLayout, table *G.Node) (*G.Node, error) {
+	if table.Dims() != 1 {
+		return nil, fmt.Errorf("ops: table log-softmax: table shape %v: want a vector", table.Shape())
+	}
+	k := &tableKernel{lay: lay, p: table.Shape()[0]}
+	return applyFused("TableLogSoftmax", k, tensor.Shape{lay.capacity * lay.r}, table) // (P) -> (Capacity*R)
+}
+
+// tableKernel computes TableLogSoftmax's forward and backward.
+type tableKernel struct {
+	lay     *TableLayout
+	p       int
+	pi      []float64 // (Capacity*R) each slot's probability, kept by forward for backward
+	scratch []float64 // backward: one table-sized accumulator per block
+}
+
+// tableBlock is the number of tokens one goroutine handles serially.
+const tableBlock = 4096
+
+func (k *tableKernel) forward(out []float64, in [][]float64) error {
+	l, table, r := k.lay, in[0], k.lay.r
+	if err := l.Check(k.p); err != nil {
+		return err
+	}
+	k.pi = kernels.Grow(k.pi, len(out))
+	empty := -math.Log(float64(r)) // a row of R masked slots: log-softmax of R equal logits
+	kernels.ParallelFor(l.capacity, tableBlock, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			z, pi, c := out[t*r:(t+1)*r], k.pi[t*r:(t+1)*r], l.cnt[t]
+			if t >= l.n {
+				for j := range z {
+					z[j], pi[j] = empty, 0
+				}
+				continue
+			}
+			e0, off := l.first[t], l.offsets[t*r:]
+			for j := range c {
+				z[j] = table[e0+j] + off[j]
+			}
+			m, lse := kernels.LogSoftmax(z, pi, z[:c])
+			for j := c; j < r; j++ { // masked: probability exactly 0
+				z[j], pi[j] = (MaskLogit-m)-lse, 0
+			}
+		}
+	})
+	return nil
+}
+
+func (k *tableKernel) backward(grads [][]float64, _ [][]float64, g []float64) error {
+	l, grad, r := k.lay, grads[0], k.lay.r
+	clear(grad)
+	blocks := (l.n + tableBlock - 1) / tableBlock
+	k.scratch = kernels.Grow(k.scratch, blocks*k.p)
+	kernels.ParallelFor(blocks, 1, func(lo, hi int) {
+		for bk := lo; bk < hi; bk++ {
+			acc := k.scratch[bk*k.p : (bk+1)*k.p]
+			clear(acc)
+			for t := bk * tableBlock; t < min(l.n, (bk+1)*tableBlock); t++ {
+				gr, pi := g[t*r:(t+1)*r], k.pi[t*r:(t+1)*r]
+				sum := 0.0
+				for _, v := range gr {
+					sum += v
+				}
+				a := acc[l.first[t] : l.first[t]+l.cnt[t]]
+				for j := range a {
+					a[j] += gr[j] - pi[j]*sum
+				}
+			}
+		}
+	})
+	for bk := range blocks {
+		kernels.AddTo(grad, k.scratch[bk*k.p:(bk+1)*k.p])
+	}
+	return nil
+}
