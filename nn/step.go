@@ -22,6 +22,7 @@ type Step struct {
 	learnables []G.ValueGrad
 	cost       G.Value     // filled by the read node at each run
 	acc        [][]float64 // gradients summed by Accumulate, per learnable
+	applied    bool        // acc holds the gradient of the last Apply
 	gradNorm   float64     // L2 norm of the last update's gradient
 }
 
@@ -107,6 +108,12 @@ func (s *Step) Accumulate() (cost float64, err error) {
 	if s.acc == nil {
 		s.acc = make([][]float64, len(s.learnables))
 	}
+	if s.applied { // a new sum
+		for _, a := range s.acc {
+			clear(a)
+		}
+		s.applied = false
+	}
 	for i, vg := range s.learnables {
 		gr, _ := vg.Grad() // checked above
 		data := gr.Data().([]float64)
@@ -122,11 +129,11 @@ func (s *Step) Accumulate() (cost float64, err error) {
 }
 
 // Apply updates the learnables from the gradients summed by Accumulate
-// since the last Apply, and empties the sum.
+// since the last Apply; the next Accumulate starts a new sum.
 func (s *Step) Apply() (err error) {
 	defer recoverGraph("step", &err)
-	if s.acc == nil {
-		return fmt.Errorf("nn: step: apply before any accumulate")
+	if s.acc == nil || s.applied {
+		return fmt.Errorf("nn: step: apply without an accumulate since the last")
 	}
 	for i, vg := range s.learnables {
 		gr, err := vg.Grad()
@@ -134,13 +141,23 @@ func (s *Step) Apply() (err error) {
 			return fmt.Errorf("nn: step: gradient: %w", err)
 		}
 		copy(gr.Data().([]float64), s.acc[i])
-		clear(s.acc[i])
 	}
+	s.applied = true
 	s.gradNorm = s.norm()
 	if err := s.solver.Step(s.learnables); err != nil {
 		return fmt.Errorf("nn: step: update: %w", err)
 	}
 	return nil
+}
+
+// Applied returns the gradient the last Apply gave the solver, per
+// learnable (the sum of the Accumulates before it), or nil when Apply has
+// not run since the last Accumulate. Do not modify it.
+func (s *Step) Applied() [][]float64 {
+	if !s.applied {
+		return nil
+	}
+	return s.acc
 }
 
 // norm is the L2 norm of the learnables' gradients.

@@ -213,8 +213,8 @@ func Example() {
 
 // TestAccumulateSumsGradients: accumulating the losses with constants c1
 // and c2 and applying once moves the parameters exactly as one Run with
-// c1 + c2 (the loss is linear in the constants), and leaves them unchanged
-// until Apply.
+// c1 + c2 (the loss is linear in the constants), leaves them unchanged
+// until Apply, and Applied is the analytic gradient of the summed loss.
 func TestAccumulateSumsGradients(t *testing.T) {
 	c1 := []float64{1, -2, 3, 0.5, 5, -6, 7, 8, 0, 10, 1}
 	c2 := []float64{0.5, 2, -1, 4, 0, 6, -3, 1, 9, 2, 2}
@@ -258,6 +258,12 @@ func TestAccumulateSumsGradients(t *testing.T) {
 		}
 		if err := step.Apply(); err != nil {
 			t.Fatal(err)
+		}
+		if round == 0 { // one is still at the logits two's sum was taken at
+			checkClose(t, "applied gradient", step.Applied()[0], expectedCostGrad(one, sum), 1e-12, 1e-12)
+		}
+		if err := step.Apply(); err == nil {
+			t.Error("a second apply without an accumulate: got no error")
 		}
 		if err := G.Let(oneC, vec(sum)); err != nil {
 			t.Fatal(err)

@@ -102,7 +102,6 @@ func (b *bigramStep) crossEntropyStep(context.Context) error { return b.runStep(
 func (b *bigramStep) solver() solvers.Solver  { return b.solv }
 func (b *bigramStep) vocab() *tokenizer.Vocab { return tokenizer.New(b.t.g) }
 func (b *bigramStep) close() error            { return b.step.Close() }
-func (b *bigramStep) state() any              { return nil }
 
 func (b *bigramStep) tensors() []checkpoints.Tensor {
 	return []checkpoints.Tensor{{Name: "logits", Data: b.model.Logits()}}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
@@ -90,22 +89,3 @@ func (d *dense) measure(_ context.Context, row *Row) error {
 }
 
 func (d *dense) state() any { return &d.st }
-
-func (d *dense) abcd(*Row)                                 {}
-func (d *dense) estimate(context.Context) (float64, error) { return math.NaN(), nil }
-
-// The dense bigram pretrains only: it is never sampled or updated from
-// rollouts (Kind.Dense).
-func (d *dense) rollouts(context.Context, int, int, uint64, []int) (*eval.AgentBatch, error) {
-	return nil, fmt.Errorf("trainers: pretraining samples no rollouts")
-}
-func (d *dense) transitionBytes() float64                  { return 0 }
-func (d *dense) entropy(*eval.AgentBatch, []int32) float64 { return math.NaN() }
-func (d *dense) update(*eval.AgentBatch, []int32, []float64, []float64) (ratioStats, error) {
-	return ratioStats{}, fmt.Errorf("trainers: pretraining takes no sampled updates")
-}
-func (d *dense) newAgent() func() (eval.Agent, error) {
-	return func() (eval.Agent, error) {
-		return nil, fmt.Errorf("trainers: a dense pretrained bigram is not a policy of the graph")
-	}
-}

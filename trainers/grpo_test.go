@@ -166,12 +166,12 @@ func TestGroupOfTheBatchIsREINFORCE(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		est, err := rt.l.estimate(ctx)
+		est, err := rt.sampled().estimate(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		horizon := int(math.Ceil(rt.cfg.HorizonFactor * est))
-		b, err := rt.l.rollouts(ctx, n, horizon, rt.stepSeed(), groupTargets(n, n, g.W(), rt.stepSeed()))
+		b, err := rt.sampled().rollouts(ctx, n, horizon, rt.stepSeed(), groupTargets(n, n, g.W(), rt.stepSeed()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +198,7 @@ func TestGroupOfTheBatchIsREINFORCE(t *testing.T) {
 		}
 		states, _ := b.States(g)
 		before := append([]float64(nil), modelOf(rt).Logits()...)
-		if _, err := rt.l.update(b, states, perToken(adv, lens), div); err != nil {
+		if _, err := rt.sampled().update(b, states, perToken(adv, lens), div); err != nil {
 			t.Fatal(err)
 		}
 		if err := gt.Step(ctx); err != nil {

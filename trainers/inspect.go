@@ -15,7 +15,14 @@ import (
 // bigram's transition table, or the transformer's KV-cache sampler with
 // the rows the paper fixes drawn from the starting bigram. A pretrained
 // dense bigram is not a policy of the graph: its agents fail.
-func (t *Trainer) Agents() func() (eval.Agent, error) { return t.l.newAgent() }
+func (t *Trainer) Agents() func() (eval.Agent, error) {
+	if a, ok := t.l.(agentMaker); ok {
+		return a.newAgent()
+	}
+	return func() (eval.Agent, error) {
+		return nil, fmt.Errorf("trainers: a %s model is not a policy of the graph", t.l.layout())
+	}
+}
 
 // Horizon is the Monte Carlo horizon of the run's measurements: 50 times
 // the starting bigram's hitting time for a transformer, 0 (none: the

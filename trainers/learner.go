@@ -89,45 +89,33 @@ func (m Model) Check(cfg Config, s Setup) error {
 // Kinds lists the trainers model m supports.
 func (m Model) Kinds() []Kind { return models[m].kinds }
 
-// learner is what the training loop needs of a model: one implementation
-// per model (and one for the dense bigram of pretraining).
+// learner is what the training loop needs of every model's learner (one
+// implementation per model, and one for the dense bigram of
+// pretraining): it measures its policy and its state is checkpointed.
+// What a trainer does with it is a role of its own, each implemented only
+// by the learners that take it: crossEntropyStepper, exactStepper,
+// sampledUpdater; and, optionally, agentMaker, abcdReporter, stateful and
+// certifier. New refuses a learner without the role its trainer needs.
 type learner interface {
+	measurer
+	checkpointed
+	// vocab is the model's token vocabulary (which ids are its rows).
+	vocab() *tokenizer.Vocab
+	close() error
+}
+
+// measurer measures the current policy.
+type measurer interface {
 	// measure fills row with the metrics of the current policy (the exact
 	// or Monte Carlo hitting time, the cross-entropy's value, Theorem 1's
 	// quantities) at step t.done.
 	// A canceled ctx stops a long measurement with ctx's error.
 	measure(ctx context.Context, row *Row) error
-	// abcd adds the per-depth a, b, c, d to a row about to be written (a
-	// no-op when the model has no exact analysis).
-	abcd(row *Row)
-	// estimate is the latest measured hitting time, the horizon's unit for
-	// the sampled trainers (a Monte Carlo lower bound when some rollouts
-	// missed).
-	estimate(ctx context.Context) (float64, error)
-	// crossEntropyStep takes one optimiser step of a cross-entropy trainer
-	// (sft, distill, pretrain).
-	crossEntropyStep(ctx context.Context) error
-	// rollouts samples n rollouts of the current policy with the
-	// log-probability of each transition; a canceled ctx stops it with
-	// ctx's error and changes nothing.
-	// Rollout i goes toward targets[i] (nil: a uniform target each).
-	rollouts(ctx context.Context, n, horizon int, seed uint64, targets []int) (*eval.AgentBatch, error)
-	// transitionBytes is about the memory one sampled transition takes in
-	// a batch, with the trainer's per-token arrays (Trainer.batchBytes).
-	transitionBytes() float64
-	// update takes a sampled trainer's optimiser steps (REINFORCE's one,
-	// the clipped objective's epochs over minibatches) on a batch with
-	// per-token advantages adv, token t's term of the loss divided by
-	// div[t] (lossDivisors), and returns the ratio statistics after them.
-	update(b *eval.AgentBatch, states []int32, adv, div []float64) (ratioStats, error)
-	// entropy is the policy's entropy (nats) at the batch's tokens in
-	// trained rows, averaged over them (BatchStats.Entropy), for the
-	// policy that sampled the batch.
-	entropy(b *eval.AgentBatch, states []int32) float64
-	// vocab is the model's token vocabulary (which ids are its rows).
-	vocab() *tokenizer.Vocab
-	// newAgent makes agents sampling the current policy, one per worker.
-	newAgent() func() (eval.Agent, error)
+}
+
+// checkpointed is what a checkpoint holds of a learner besides its own
+// state (stateful).
+type checkpointed interface {
 	// solver is the optimiser (its state is checkpointed, its rate
 	// scheduled).
 	solver() solvers.Solver
@@ -136,17 +124,104 @@ type learner interface {
 	layout() string
 	tensors() []checkpoints.Tensor
 	setTensors(ck *checkpoints.Checkpoint) error
-	// state is the learner's own resumable state (nil: none), as a
-	// pointer to a struct that restoreState decodes into.
-	state() any
-	close() error
 }
 
-// exactStepper is a learner that can take exact RLVR steps (a Markov
-// policy with the exact analysis of eval).
+// stateful is a learner with resumable state of its own.
+type stateful interface {
+	// state is a pointer to a struct that a checkpoint encodes and
+	// Restore decodes into.
+	state() any
+}
+
+// crossEntropyStepper takes the steps of the cross-entropy trainers (sft,
+// distill, pretrain).
+type crossEntropyStepper interface {
+	crossEntropyStep(ctx context.Context) error
+}
+
+// exactStepper takes exact RLVR steps (a Markov policy with the exact
+// analysis of eval).
 type exactStepper interface {
 	exactStep() error
 }
+
+// sampledUpdater samples rollouts of its policy and updates from them
+// (reinforce, ppo and the group-relative trainers).
+type sampledUpdater interface {
+	// estimate is the latest measured hitting time, the horizon's unit
+	// (a Monte Carlo lower bound when some rollouts missed).
+	estimate(ctx context.Context) (float64, error)
+	// rollouts samples n rollouts of the current policy with the
+	// log-probability of each transition; a canceled ctx stops it with
+	// ctx's error and changes nothing.
+	// Rollout i goes toward targets[i] (nil: a uniform target each).
+	rollouts(ctx context.Context, n, horizon int, seed uint64, targets []int) (*eval.AgentBatch, error)
+	// transitionBytes is about the memory one sampled transition takes in
+	// a batch, with the trainer's per-token arrays (Trainer.batchBytes).
+	transitionBytes() float64
+	// update takes the optimiser steps (REINFORCE's one, the clipped
+	// objective's epochs over minibatches) on a batch with per-token
+	// advantages adv, token t's term of the loss divided by div[t]
+	// (lossDivisors), and returns the ratio statistics after them.
+	update(b *eval.AgentBatch, states []int32, adv, div []float64) (ratioStats, error)
+	// entropy is the policy's entropy (nats) at the batch's tokens in
+	// trained rows, averaged over them (BatchStats.Entropy), for the
+	// policy that sampled the batch.
+	entropy(b *eval.AgentBatch, states []int32) float64
+}
+
+// agentMaker is a learner whose model is a policy of the graph.
+type agentMaker interface {
+	// newAgent makes agents sampling the current policy, one per worker.
+	newAgent() func() (eval.Agent, error)
+}
+
+// abcdReporter is a learner with the exact a, b, c, d of its policy.
+type abcdReporter interface {
+	// abcd adds the per-depth a, b, c, d to a row about to be written.
+	abcd(row *Row)
+}
+
+// The learners and their roles.
+var (
+	_ learner             = (*bigram)(nil)
+	_ crossEntropyStepper = (*bigram)(nil)
+	_ exactStepper        = (*bigram)(nil)
+	_ sampledUpdater      = (*bigram)(nil)
+	_ agentMaker          = (*bigram)(nil)
+	_ abcdReporter        = (*bigram)(nil)
+	_ certifier           = (*bigram)(nil)
+
+	_ learner             = (*dense)(nil)
+	_ crossEntropyStepper = (*dense)(nil)
+	_ stateful            = (*dense)(nil)
+
+	_ learner             = (*transformer)(nil)
+	_ crossEntropyStepper = (*transformer)(nil)
+	_ sampledUpdater      = (*transformer)(nil)
+	_ agentMaker          = (*transformer)(nil)
+	_ stateful            = (*transformer)(nil)
+)
+
+// checkRoles refuses a learner without the role trainer k needs.
+func checkRoles(l learner, k Kind) error {
+	var ok bool
+	switch {
+	case k.Sampled():
+		_, ok = l.(sampledUpdater)
+	case k.Exact():
+		_, ok = l.(exactStepper)
+	default:
+		_, ok = l.(crossEntropyStepper)
+	}
+	if !ok {
+		return fmt.Errorf("trainers: the %s learner does not train with %s", l.layout(), k)
+	}
+	return nil
+}
+
+// sampled is the learner's sampling role (New checked it has it).
+func (t *Trainer) sampled() sampledUpdater { return t.l.(sampledUpdater) }
 
 // decodeStrict decodes data into v refusing unknown fields and requiring
 // every field v's type marshals (a checkpoint written by another build).

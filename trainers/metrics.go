@@ -73,7 +73,7 @@ func (t *Trainer) measure(ctx context.Context) (Row, error) {
 	case k.Exact():
 		row.Objective = 1 - row.HittingTime
 	case k.Sampled():
-		est, err := t.l.estimate(ctx)
+		est, err := t.sampled().estimate(ctx)
 		if err != nil {
 			return row, err
 		}

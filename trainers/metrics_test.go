@@ -36,7 +36,7 @@ func TestEntropyOfTheUniformPolicy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := tr.l.rollouts(context.Background(), 20, 200, 3, nil)
+		b, err := tr.sampled().rollouts(context.Background(), 20, 200, 3, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func TestEntropyOfTheUniformPolicy(t *testing.T) {
 			}
 		}
 		want /= float64(n)
-		if got := tr.l.entropy(b, states); math.Abs(got-want) > 1e-12 || n == 0 {
+		if got := tr.sampled().entropy(b, states); math.Abs(got-want) > 1e-12 || n == 0 {
 			t.Errorf("%s: entropy %v, want %v over %d tokens", tc.name, got, want, n)
 		}
 		tr.Close()

@@ -92,7 +92,7 @@ func (t *Trainer) sampledStep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rs, err := t.l.update(b, states, adv, div)
+	rs, err := t.sampled().update(b, states, adv, div)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (t *Trainer) sampledStep(ctx context.Context) error {
 // group-relative advantages, grpo.go) and its loss divisor.
 func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, []float64, []float64, error) {
 	s, cfg := t.smp, t.cfg
-	est, err := t.l.estimate(ctx)
+	est, err := t.sampled().estimate(ctx)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -117,7 +117,7 @@ func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, 
 	if cfg.Trainer.Grouped() {
 		targets = groupTargets(cfg.Rollouts, cfg.GroupSize, t.g.W(), t.stepSeed())
 	}
-	b, err := t.l.rollouts(ctx, cfg.Rollouts, horizon, t.stepSeed(), targets)
+	b, err := t.sampled().rollouts(ctx, cfg.Rollouts, horizon, t.stepSeed(), targets)
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("trainers: step %d: %w", t.done, err)
 	}
@@ -139,7 +139,7 @@ func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, 
 	default:
 		adv = tokenAdvantages(lens, b.Hit, states, t.g.NumStates(), b.Targets, t.g.W(), cfg.Beta, cfg.Baseline, s.fork, cfg.NormalizeAdvantages)
 	}
-	s.batch.Entropy = t.l.entropy(b, states)
+	s.batch.Entropy = t.sampled().entropy(b, states)
 	return b, states, adv, div, nil
 }
 

@@ -32,8 +32,8 @@ func (t *Trainer) Checkpoint(config json.RawMessage) (*checkpoints.Checkpoint, e
 	if t.smp != nil {
 		c.Tokens, c.Rollouts, c.Trained, c.Batch = t.smp.tokens, t.smp.rollouts, t.smp.trained, t.smp.batch
 	}
-	if st := t.l.state(); st != nil {
-		if c.Learner, err = json.Marshal(st); err != nil {
+	if st, ok := t.l.(stateful); ok {
+		if c.Learner, err = json.Marshal(st.state()); err != nil {
 			return nil, fmt.Errorf("trainers: learner state: %w", err)
 		}
 	}
@@ -86,8 +86,8 @@ func (t *Trainer) Restore(ck *checkpoints.Checkpoint) error {
 			copy(cr.v, v)
 		}
 	}
-	if st := t.l.state(); st != nil {
-		if err := decodeStrict(c.Learner, st); err != nil {
+	if st, ok := t.l.(stateful); ok {
+		if err := decodeStrict(c.Learner, st.state()); err != nil {
 			return fmt.Errorf("trainers: restore: %s state: %w", t.l.layout(), err)
 		}
 	}

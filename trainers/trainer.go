@@ -74,6 +74,10 @@ func New(cfg Config, g *tasks.Graph, s Setup) (*Trainer, error) {
 	if t.l, err = models[s.Model].build(t, s); err != nil {
 		return nil, err
 	}
+	if err := checkRoles(t.l, cfg.Trainer); err != nil {
+		t.l.close()
+		return nil, err
+	}
 	if t.limit, err = t.limitOf(s.Teacher); err != nil {
 		t.l.close()
 		return nil, err
@@ -217,8 +221,8 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 		overBudget := need > float64(t.g.Config.Budget())
 		last := t.done >= t.cfg.Steps || t.converged(row) || stalled || t.spent() || overBudget
 		logged := t.done%t.cfg.LogEvery == 0 || last
-		if logged {
-			t.l.abcd(&row)
+		if a, ok := t.l.(abcdReporter); ok && logged {
+			a.abcd(&row)
 		}
 		if h.Row != nil && logged {
 			if err := h.Row(row); err != nil {
@@ -277,12 +281,12 @@ func (t *Trainer) batchBytes(ctx context.Context) (float64, error) {
 	if !t.cfg.Trainer.Sampled() {
 		return 0, nil
 	}
-	est, err := t.l.estimate(ctx)
+	est, err := t.sampled().estimate(ctx)
 	if err != nil {
 		return 0, err
 	}
 	horizon := math.Ceil(t.cfg.HorizonFactor * est)
-	return float64(t.cfg.Rollouts) * math.Min(horizon, 2*est) * t.l.transitionBytes(), nil
+	return float64(t.cfg.Rollouts) * math.Min(horizon, 2*est) * t.sampled().transitionBytes(), nil
 }
 
 // stallReason classifies a run that stopped improving: at the exact
@@ -373,7 +377,7 @@ func (t *Trainer) Step(ctx context.Context) error {
 	case k.Exact():
 		err = t.l.(exactStepper).exactStep()
 	default:
-		err = t.l.crossEntropyStep(ctx)
+		err = t.l.(crossEntropyStepper).crossEntropyStep(ctx)
 	}
 	if err != nil {
 		return err

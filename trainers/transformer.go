@@ -277,7 +277,6 @@ func (l *transformer) close() error {
 	}
 	return l.step.Close()
 }
-func (l *transformer) abcd(*Row)               {}
 func (l *transformer) state() any              { return &l.st }
 func (l *transformer) layout() string          { return "transformer" }
 func (l *transformer) vocab() *tokenizer.Vocab { return l.tok }

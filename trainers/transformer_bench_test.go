@@ -67,7 +67,7 @@ func BenchmarkTransformerUpdate(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := tr.l.update(ab, states, adv, div); err != nil { // warm up: the buffers grow once
+			if _, err := tr.sampled().update(ab, states, adv, div); err != nil { // warm up: the buffers grow once
 				b.Fatal(err)
 			}
 			epochs, _ := cfg.Trainer.epochs(cfg)
@@ -82,7 +82,7 @@ func BenchmarkTransformerUpdate(b *testing.B) {
 			pass := l.passTime
 			cpu := cpuSeconds()
 			for b.Loop() {
-				rs, err := tr.l.update(ab, states, adv, div)
+				rs, err := tr.sampled().update(ab, states, adv, div)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -105,7 +105,7 @@ func BenchmarkTransformerRollouts(b *testing.B) {
 	tr := newTrainer(b, ppoConfig(), DefaultTransformerOptions(), g, nil)
 	tokens := 0
 	for i := 0; b.Loop(); i++ {
-		ab, err := eval.AgentRollouts(context.Background(), g, tr.l.newAgent(), 256, 1<<20, uint64(i))
+		ab, err := eval.AgentRollouts(context.Background(), g, tr.Agents(), 256, 1<<20, uint64(i))
 		if err != nil {
 			b.Fatal(err)
 		}
