@@ -16,8 +16,11 @@
 // defaults live in one place (Config.Resolve with each model's registered
 // defaults).
 //
-// Every gradient comes from gorgonia's autodiff of a loss built in the
-// model's graph (ppo.go holds the sampled losses); runs stop on a step cap,
-// a sampled-token budget, on reaching the exact limit, or on a stall, and
-// resume bit for bit.
+// Every loss is built in the model's gorgonia graph (ppo.go holds the
+// sampled losses) and differentiated by gorgonia's autodiff; in the
+// models' fused graphs, autodiff chains through custom ops whose
+// backwards are written by hand (package nn/ops says which, and how each
+// is checked), and the transformer's Ops "stock" trains on the same graph
+// of stock ops only. Runs stop on a step cap, a sampled-token budget, on
+// reaching the exact limit, or on a stall, and resume bit for bit.
 package trainers

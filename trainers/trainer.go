@@ -13,8 +13,9 @@ import (
 	"github.com/rlvr-backtrack/backtrack/tokenizer"
 )
 
-// Trainer trains one model on one world graph. Every gradient comes from
-// gorgonia's autodiff of a loss built in the model's graph; what changes
+// Trainer trains one model on one world graph. Every loss is built in the
+// model's graph and differentiated by gorgonia's autodiff (through the
+// hand-written backwards of the fused ops, see nn/ops); what changes
 // between trainers is the loss and the constants fed into it, and between
 // models the learner behind it (learner.go). The loop, the stop rules, the
 // seeds and the checkpointed state are the same for every model.

@@ -2,6 +2,7 @@ package trainers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -64,36 +65,45 @@ func init() {
 	})
 }
 
-// transformer is the learner of a transformer: its graph fill (one forward
-// of Windows rows), the loss constants and the Monte Carlo measurements
-// that stand in for the bigram's exact analysis.
+// transformer is the learner of a transformer: its two passes, the
+// sampler's agents and the Monte Carlo measurements that stand in for the
+// bigram's exact analysis. Its files: this one (the learner, its passes and
+// their solver groups), transformer_pass.go (a pass: its graph's items,
+// the trainer's loss over them and its step), transformer_update.go (the
+// updates of every trainer, through both passes), transformer_table.go (the
+// table pass's tokens), transformer_measure.go (measurements and
+// checkpointed tensors), transformer_agent.go (the sampler as an agent),
+// transformer_attention.go (where attention goes), transformer_options.go
+// (options and the memory estimate) and windows.go (cutting rollouts into
+// windows).
 type transformer struct {
 	t    *Trainer
 	opts TransformerOptions
 	tok  *tokenizer.Vocab
 	tr   *nn.Transformer
-	fw   *nn.TransformerBatch
-	step *nn.Step
+	fw   *nn.TransformerBatch // the windows pass's graph
+	tbl  *nn.TableBatch       // the table pass's graph (nil without a table pass)
 	solv solvers.Solver
 	rowT int // tokens per row
 
-	w                      vec       // (N) cross-entropy and reinforce weights
-	advPos, advNeg, oldLog vec       // (N) ppo
-	share, refLog          vec       // (N*R) ppo KL and entropy: slot weights, reference log-probs; (N) the group-relative k3
-	ref                    []float64 // the starting bigram's policy, CSR order
-	teacher                []float64 // distill
+	// The two passes of an update (newPasses): windows, always; table,
+	// with Init "table" in sampled RLVR only (nil otherwise).
+	windows, table *pass
+
+	ref     []float64 // the starting bigram's policy, CSR order
+	teacher []float64 // distill
 
 	st transformerState
-	// table is set when the logit table B learns from every sampled
-	// token (transformer_table.go) rather than from the windows.
-	table *table
-	buf   eval.Buffers // the rollouts' memory, reused from step to step
-	mcCap int          // the Monte Carlo horizon
+	// tableIn is the table pass's tokens of each minibatch, reused from
+	// update to update (transformer_table.go).
+	tableIn []tableTokens
+	buf     eval.Buffers // the rollouts' memory, reused from step to step
+	mcCap   int          // the Monte Carlo horizon
 	// tokenBytes is a sampled transition's memory (transitionWords).
 	tokenBytes float64
 	traces     []tokenSeq // distill with fixed traces
-	// passTime is the wall time spent in the windows pass (pass) so far:
-	// the benchmarks report the tokens it trains per second of it.
+	// passTime is the wall time spent in the windows pass so far: the
+	// benchmarks report the tokens it trains per second of it.
 	passTime time.Duration
 }
 
@@ -176,65 +186,93 @@ func newTransformer(t *Trainer, s Setup) (*transformer, error) {
 	if l.tr, err = nn.NewTransformerFromBigram(tcfg, logits, rand.New(rand.NewPCG(cfg.Seed, 0x3c6ef372fe94f82b))); err != nil {
 		return nil, err
 	}
-	l.rowT = rowLen(opts.Stride, opts.Context)
-	if l.fw, err = l.tr.Forward(opts.Windows, l.rowT, nn.Fused); err != nil {
-		return nil, err
-	}
-	cost, err := l.buildLoss(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if l.solv, err = l.newSolver(cfg, opts); err != nil {
-		return nil, err
-	}
-	// With the table initialisation, sampled RLVR trains the logit table
-	// B on every sampled token (tablePass) and the windows graph trains
-	// the rest; otherwise the windows graph trains every parameter.
-	learn, main := l.tr.Learnables(), l.solv
-	if opts.Init == "table" && cfg.Trainer.Sampled() {
-		learn, main = learn[:len(learn)-1], l.solv.(*solvers.Groups).Solver(0)
-		if l.table, err = l.newTable(); err != nil {
-			return nil, err
-		}
-	}
-	if l.step, err = nn.NewStep(cost, learn, main); err != nil {
+	if err := l.newPasses(cfg, opts); err != nil {
+		l.close()
 		return nil, err
 	}
 	return l, nil
 }
 
-// buildLoss adds the trainer's loss over the graph's items to the
-// transformer's graph: the same losses as the bigram's (ppo.go), over
-// tokens instead of transitions.
-func (l *transformer) buildLoss(cfg Config) (*G.Node, error) {
-	g := l.tr.Graph()
-	b, t, r := l.fw.Shape()
-	n := b * t
-	if !cfg.Trainer.Clipped() {
-		l.w = newVec(g, n, "token_weights")
-		if cfg.Trainer.Sampled() {
-			return reinforceLoss(l.fw.Taken(), l.w.node)
+// tableChunk is the table pass's tokens per fill of its graph.
+const tableChunk = 1 << 15
+
+// newPasses builds the transformer's solver groups and its two passes,
+// each a graph of the model's log-probabilities with the trainer's loss
+// over them and a Step on its group (every parameter belongs to one
+// group, and one pass trains it):
+//
+//   - the windows pass (transformer_update.go) trains, on windows of the
+//     batch's sequences (a subsample beyond TrainTokens), every parameter
+//     but the logit table B: E, P, W_Q, W_K, W_V, W_O, the layer norm's
+//     and U, solver group 0 at the optimiser's rate. B enters its graph at
+//     its current value, frozen (not differentiated);
+//   - the table pass (transformer_table.go) trains B alone, on every
+//     sampled token (a subsample beyond TableTokens), solver group 1 at
+//     TableLR. Its logits are B plus the rest of each logit, LN(h) . U,
+//     frozen at its value when the batch was sampled (the sampler's);
+//     every other parameter is frozen.
+//
+// In every minibatch of every epoch the table pass runs first, then the
+// windows pass. The table pass exists with Init "table" in sampled RLVR;
+// otherwise the windows pass trains every parameter (with Init "table", B
+// in solver group 1 at TableLR, the rest in group 0).
+func (l *transformer) newPasses(cfg Config, opts TransformerOptions) error {
+	ps := l.tr.Learnables()
+	l.rowT = rowLen(opts.Stride, opts.Context)
+	var err error
+	if l.fw, err = l.tr.Forward(opts.Windows, l.rowT, opts.Ops); err != nil {
+		return err
+	}
+	if opts.Init != "table" || !cfg.Trainer.Sampled() {
+		if opts.Init != "table" {
+			l.solv, err = solvers.New(cfg.Optim)
+		} else {
+			l.solv, err = l.tableGroups(cfg, opts)
 		}
-		return l.fw.WeightedTakenLogLik(l.w.node)
+		if err != nil {
+			return err
+		}
+		l.windows, err = newPass(cfg, l.fw, l.tr.Graph(), ps, l.solv)
+		return err
 	}
-	l.advPos, l.advNeg, l.oldLog = newVec(g, n, "adv+"), newVec(g, n, "adv-"), newVec(g, n, "logp_old")
-	obj, err := ppoObjective(l.fw.Taken(), l.oldLog.node, l.advPos.node, l.advNeg.node, cfg.Clip)
+	groups, err := l.tableGroups(cfg, opts)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cost, err := G.Neg(obj)
-	if err != nil {
-		return nil, err
+	l.solv = groups
+	rest, b := ps[:len(ps)-1], ps[len(ps)-1]
+	if l.windows, err = newPass(cfg, l.fw, l.tr.Graph(), rest, groups.Solver(0)); err != nil {
+		return err
 	}
-	if cfg.KLCoef == 0 && cfg.EntropyCoef == 0 {
-		return cost, nil
+	g := G.NewGraph()
+	table := G.NewVector(g, G.Float64, G.WithShape(b.Shape()[0]), G.WithName("B"), G.WithValue(b.Value())) // shares B's values
+	width := 0
+	for s, ok := range l.t.trained {
+		if ok {
+			width = max(width, len(l.t.g.Row(s)))
+		}
 	}
-	if cfg.Trainer.Grouped() { // k3 on each position's sampled token
-		l.share, l.refLog = newVec(g, n, "token_share"), newVec(g, n, "logp_ref")
-		return addRegularizers(cost, l.fw.Taken(), l.refLog.node, l.share.node, cfg)
+	if l.tbl, err = nn.NewTableBatch(table, tableChunk, width, opts.Ops); err != nil {
+		return err
 	}
-	l.share, l.refLog = newVec(g, n*r, "slot_share"), newVec(g, n*r, "logp_ref")
-	return addRegularizers(cost, l.fw.LogProbs(), l.refLog.node, l.share.node, cfg)
+	tableCfg := cfg // the table pass's loss: REINFORCE's at the current B, unclipped
+	tableCfg.Trainer, tableCfg.KLCoef, tableCfg.EntropyCoef = Reinforce, 0, 0
+	l.table, err = newPass(tableCfg, l.tbl, g, G.Nodes{table}, groups.Solver(1))
+	return err
+}
+
+// tableGroups is the solver of Init "table": B (the bigram inside, the
+// last learnable) in group 1 at TableLR, every other parameter in group 0
+// at the optimiser's rate, each group with its own state.
+func (l *transformer) tableGroups(cfg Config, opts TransformerOptions) (*solvers.Groups, error) {
+	n := len(l.tr.Learnables())
+	rest := make([]int, n-1)
+	for i := range rest {
+		rest[i] = i
+	}
+	table := cfg.Optim
+	table.LR = opts.TableLR
+	return solvers.NewGroups(n, []solvers.Group{{Config: cfg.Optim, Params: rest}, {Config: table, Params: []int{n - 1}}})
 }
 
 // prompt is the prompt token of target x (-1 without a prompt).
@@ -272,10 +310,13 @@ func (l *transformer) sequences(b *eval.Batch) ([]tokenSeq, error) {
 
 func (l *transformer) solver() solvers.Solver { return l.solv }
 func (l *transformer) close() error {
-	if l.table != nil {
-		l.table.step.Close()
+	var err error
+	for _, p := range []*pass{l.windows, l.table} {
+		if p != nil {
+			err = errors.Join(err, p.step.Close())
+		}
 	}
-	return l.step.Close()
+	return err
 }
 func (l *transformer) state() any              { return &l.st }
 func (l *transformer) layout() string          { return "transformer" }

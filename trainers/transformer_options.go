@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/nn"
-	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -21,6 +20,12 @@ type TransformerOptions struct {
 	// rollout's target token before s0 -> f, where every position can
 	// attend to it; the paper's bigram never sees the target.
 	nn.TransformerArch
+	// Ops is how the training graphs compute: nn.Fused (the default: custom
+	// ops with hand-written backwards, fast) or nn.Stock (gorgonia's stock
+	// ops only, every derivative by its autodiff: the design's literal
+	// form, slow, and the reference the fused graphs are checked against).
+	// Both train the same model to rounding. "": fused.
+	Ops nn.Ops `json:"ops"`
 	// TableLR is the learning rate of the logit table B (Init "table"):
 	// B is the bigram inside the transformer, and learns at the bigram's
 	// rate while the attention and embeddings learn at the optimiser's
@@ -62,16 +67,19 @@ type TransformerOptions struct {
 // rollouts within 20M sampled tokens, and a budget of 65,536 trained
 // tokens per update.
 func DefaultTransformerOptions() TransformerOptions {
-	return TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 64, Heads: 1, Context: 8, Positional: "learned"}, Stride: 56, Windows: 256,
+	return TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 64, Heads: 1, Context: 8, Positional: "learned"}, Ops: nn.Fused, Stride: 56, Windows: 256,
 		EvalRollouts: 2000, EvalTokens: 20_000_000, TrainTokens: 1 << 16}
 }
 
-// Resolve fills TableLR when unset: for PPO 0.025 (the rate at which the
+// Resolve fills Ops when unset with nn.Fused, and TableLR when unset: for PPO 0.025 (the rate at which the
 // bigram's PPO with 128 rollouts reaches the paper-size limit, measured
 // there; the bigram's own default 0.05 was tuned at W=K=5, L=3), for
 // REINFORCE the bigram model's own rate, for
 // the other trainers the optimiser's rate.
 func (o TransformerOptions) Resolve(cfg Config) TransformerOptions {
+	if o.Ops == "" {
+		o.Ops = nn.Fused
+	}
 	if o.TableLR == 0 {
 		switch d := defaultsFor(cfg.Trainer, BigramModel); {
 		case cfg.Trainer == PPO:
@@ -101,6 +109,9 @@ func (o TransformerOptions) Validate() error {
 		}
 	default:
 		return fmt.Errorf("trainers: transformer init %q: want table or identity", o.Init)
+	}
+	if o.Ops != nn.Fused && o.Ops != nn.Stock {
+		return fmt.Errorf("trainers: transformer ops %q: want %s or %s", o.Ops, nn.Fused, nn.Stock)
 	}
 	if o.Heads < 1 || o.Context < 1 {
 		return fmt.Errorf("trainers: transformer heads %d, context %d: want >= 1 each", o.Heads, o.Context)
@@ -140,23 +151,6 @@ func divisors(n int) string {
 	return "heads can be " + strings.Join(ds, ", ")
 }
 
-// newSolver is the transformer's optimiser: with Init "table" the logit table
-// B (the bigram inside, the last learnable) learns at TableLR and every
-// other parameter at the optimiser's rate, each group with its own state.
-func (l *transformer) newSolver(cfg Config, opts TransformerOptions) (solvers.Solver, error) {
-	ps := l.tr.Learnables()
-	if opts.Init != "table" {
-		return solvers.New(cfg.Optim)
-	}
-	rest := make([]int, len(ps)-1)
-	for i := range rest {
-		rest[i] = i
-	}
-	table := cfg.Optim
-	table.LR = opts.TableLR
-	return solvers.NewGroups(len(ps), []solvers.Group{{Config: cfg.Optim, Params: rest}, {Config: table, Params: []int{len(ps) - 1}}})
-}
-
 // checkMemory refuses a transformer whose training graph, sampler tables,
 // parameters and (sampled RLVR) batch of rollouts would not fit the graph's
 // memory budget, before anything is allocated, with the estimate in the
@@ -178,8 +172,12 @@ func checkMemory(g *tasks.Graph, cfg Config, opts TransformerOptions, tc nn.Tran
 	rowT := float64(opts.Context + opts.Stride + 1) // tokens per window
 	n := float64(opts.Windows) * (rowT + 1)         // positions of one fill (and the prompt)
 	graph := n * ((6+h)*d + (c+2)*h + 6*r)          // records, attention weights, logits, per slot
-	tables := (v + c) * (3 + h) * d * 2             // the samplers' snapshot, twice
-	words := params + solver + 4*graph + tables     // the graph's buffers kept forward and backward
+
+	tables := (v + c) * (3 + h) * d * 2         // the samplers' snapshot, twice
+	words := params + solver + 4*graph + tables // the graph's buffers kept forward and backward
+	if opts.Ops == nn.Stock {                   // each stock op allocates its output and gradient: the (N*R, D) gathers of the unembedding, some 60 (N, D) tensors
+		words += n * (8*r*d + 60*d) // (1.07 GB peak measured at W=K=3, L=2 with the defaults)
+	}
 	batch := 0.0
 	if cfg.Trainer.Sampled() {
 		batch = 2 * float64(cfg.Rollouts) * h0 * transitionWords(g, tc)

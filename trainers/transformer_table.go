@@ -7,17 +7,13 @@ import (
 	"slices"
 	"sync"
 
-	G "gorgonia.org/gorgonia"
-
 	"github.com/rlvr-backtrack/backtrack/eval"
-	"github.com/rlvr-backtrack/backtrack/nn"
-	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
 // The table pass. With the table initialisation the transformer's logit of
 // next token a after a prefix ending in x is B[x -> a] + LN(h) . U[a]: the
-// bigram B plus a correction carried by the attention. The windows graph
+// bigram B plus a correction carried by the attention. The windows pass
 // trains on a subsample of a batch's tokens (TrainTokens): at the paper's
 // size one in a hundred, and B's gradient from so few tokens is noise that
 // Adam turns into full steps, which walks the policy away from its start
@@ -25,55 +21,21 @@ import (
 // learning from every token, fell). So in sampled RLVR B learns from every
 // sampled token, as the bigram does, in a graph of its own (nn.TableBatch)
 // whose logits are B plus the correction the sampler computed for each
-// token (constants), and the windows graph trains every other parameter.
+// token, held constant: the correction is frozen at its sampling-time
+// value during the pass, and so is every parameter but B (newPasses).
 //
 // The table's update in each minibatch of each epoch is the policy
 // gradient sum_t A_t grad log pi_t(a_t) / n at the current B, the
 // correction held at its sampling-time value: PPO's surrogate at ratio 1,
-// without its clipping (rarely active at the table's small rate; the
-// windows graph keeps PPO's clipped surrogate for the rest).
+// without its clipping.
 
-// tableChunk is the table pass's tokens per fill of its graph.
-const tableChunk = 1 << 15
-
-// table is the table pass's graph: a TableBatch over B's values in a
-// graph of its own, built once, the loss sum_t w_t log pi_t(a_t) over its
-// tokens, and its Step on the table's solver group.
-type table struct {
-	batch *nn.TableBatch
-	w     vec // (Capacity) the tokens' weights
-	step  *nn.Step
-	// each minibatch's tokens (tableTokensOf), reused from update to
-	// update: at the paper's size they hold millions of tokens
-	mini []tableTokens
-}
-
-// newTable builds the table pass's graph.
-func (l *transformer) newTable() (*table, error) {
-	ls := l.tr.Learnables()
-	b := ls[len(ls)-1] // B, last
-	gr := G.NewGraph()
-	tb := G.NewVector(gr, G.Float64, G.WithShape(b.Shape()[0]), G.WithName("B"), G.WithValue(b.Value())) // shares B's values
-	width := 0
-	for s, ok := range l.t.trained {
-		if ok {
-			width = max(width, len(l.t.g.Row(s)))
-		}
-	}
-	batch, err := nn.NewTableBatch(tb, tableChunk, width, nn.Fused)
-	if err != nil {
-		return nil, err
-	}
-	w := newVec(gr, tableChunk, "table_weights")
-	cost, err := G.Mul(w.node, batch.Taken()) // (N) . (N) -> ()
-	if err != nil {
-		return nil, err
-	}
-	step, err := nn.NewStep(cost, G.Nodes{tb}, l.solv.(*solvers.Groups).Solver(1))
-	if err != nil {
-		return nil, err
-	}
-	return &table{batch: batch, w: w, step: step}, nil
+// tableData is what the table pass reads of a batch, for one update.
+type tableData struct {
+	ab       *eval.AgentBatch
+	states   []int32
+	rowStart []int         // where each token's row starts in its rollout's ab.Rows
+	b0       []float64     // B at sampling
+	mini     []tableTokens // each minibatch's tokens
 }
 
 // tableTokens are the tokens of one minibatch the table pass trains on:
@@ -88,12 +50,23 @@ type tableTokens struct {
 	scale    float64 // each token's weight: the inverse sampling rate
 }
 
-func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []int, mb, m int) tableTokens {
-	tb := l.table
-	if len(tb.mini) <= mb {
-		tb.mini = append(tb.mini, make([]tableTokens, mb+1-len(tb.mini))...)
+// newTableData gathers the table pass's view of a batch whose rollouts
+// are dealt into the minibatches mini.
+func (l *transformer) newTableData(ab *eval.AgentBatch, states []int32, mini [][]int) *tableData {
+	ls := l.tr.Learnables()
+	tb := &tableData{ab: ab, states: states, rowStart: rowStarts(l.t.g, l.t.trained, ab, states),
+		b0: slices.Clone(ls[len(ls)-1].Value().Data().([]float64))}
+	for mb, rs := range mini {
+		tb.mini = append(tb.mini, l.tableTokensOf(ab, states, rs, mb, len(mini)))
 	}
-	out := tableTokens{tokens: tb.mini[mb].tokens[:0], rollouts: tb.mini[mb].rollouts[:0]}
+	return tb
+}
+
+func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []int, mb, m int) tableTokens {
+	if len(l.tableIn) <= mb {
+		l.tableIn = append(l.tableIn, make([]tableTokens, mb+1-len(l.tableIn))...)
+	}
+	out := tableTokens{tokens: l.tableIn[mb].tokens[:0], rollouts: l.tableIn[mb].rollouts[:0]}
 	for _, i := range rs {
 		for t := ab.Starts[i]; t < ab.Starts[i+1]; t++ {
 			if l.t.trained[states[t]] {
@@ -101,7 +74,7 @@ func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []in
 			}
 		}
 	}
-	tb.mini[mb] = out // valid until the next update's
+	l.tableIn[mb] = out // valid until the next update's
 	out.scale = 1
 	if k := l.opts.TableTokens / m; l.opts.TableTokens > 0 && len(out.tokens) > k {
 		rng := rand.New(rand.NewPCG(l.t.stepSeed()^0x13198a2e03707344, uint64(mb)))
@@ -116,45 +89,45 @@ func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []in
 	return out
 }
 
-// tableStep takes one step of the table pass on a minibatch's tokens: the
-// weighted log-likelihood sum_t w_t log pi(token t), w_t = -A_t scale / div_t,
-// at B's current values with each token's correction (its sampled row
-// minus B at sampling, b0; rowStart[t] is where token t's row starts in
-// its rollout's ab.Rows) held constant, summed over fills of the table's graph and
-// applied by the table's solver.
-func (l *transformer) tableStep(tb *table, ab *eval.AgentBatch, states []int32, rowStart []int, b0 []float64, in tableTokens, adv, div []float64) error {
+// trainTable takes one step of the table pass on minibatch mb's tokens:
+// the trainer's loss (lossOf) over them, each token's logits B's current
+// values plus its correction (its sampled row minus B at sampling, b0)
+// held constant, summed over fills of the table's graph and applied by
+// the table's solver group.
+func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) error {
+	in := tb.mini[mb]
 	if len(in.tokens) == 0 {
 		return nil
 	}
-	g, t := l.t.g, l.t
+	g, t, p, batch := l.t.g, l.t, l.table, l.tbl
+	ab, states := tb.ab, tb.states
 	for c := 0; c < len(in.tokens); c += tableChunk {
 		toks, rolls := in.tokens[c:min(c+tableChunk, len(in.tokens))], in.rollouts[c:]
-		w := tb.w.data()
-		clear(w)
+		p.clear()
 		inParts(len(toks), func(j0, j1 int) { // the rows are read from all over the batch: on every core
 			for j := j0; j < j1; j++ {
 				k := toks[j]
 				s := int(states[k])
 				lo, hi := g.Offsets[s], g.Offsets[s+1]
-				row := ab.Rows[rolls[j]][rowStart[k]:][:hi-lo]
-				off := tb.batch.Set(j, lo, hi-lo, int(ab.Entries[k])-lo)
+				row := ab.Rows[rolls[j]][tb.rowStart[k]:][:hi-lo]
+				off := batch.Set(j, lo, hi-lo, int(ab.Entries[k])-lo)
 				for e := lo; e < hi; e++ {
-					off[e-lo] = row[e-lo] - b0[e]
+					off[e-lo] = row[e-lo] - tb.b0[e]
 				}
-				w[j] = -adv[k] * in.scale / div[k]
 			}
 		})
-		if err := tb.batch.SetLen(len(toks)); err != nil {
+		if err := batch.SetLen(len(toks)); err != nil {
 			return fmt.Errorf("trainers: step %d: table: %w", t.done, err)
 		}
-		if err := G.Let(tb.w.node, tb.w.val); err != nil {
-			return fmt.Errorf("trainers: step %d: table: %w", t.done, err)
+		entries := p.slotEntries()
+		for j, k := range toks {
+			l.setSampled(p, entries, j, k, in.scale, ab, adv, div)
 		}
-		if _, err := tb.step.Accumulate(); err != nil { // refuses NaN losses and gradients
+		if _, err := p.accumulate(); err != nil {
 			return fmt.Errorf("trainers: step %d: table: %w", t.done, err)
 		}
 	}
-	if err := tb.step.Apply(); err != nil {
+	if err := p.apply(); err != nil {
 		return fmt.Errorf("trainers: step %d: table: %w", t.done, err)
 	}
 	return nil

@@ -65,12 +65,12 @@ func (f *tableFixture) step(t *testing.T) []float64 {
 	for i := range rs {
 		rs[i] = i
 	}
-	in := f.tf.tableTokensOf(f.ab, f.states, rs, 0, 1)
+	td := f.tf.newTableData(f.ab, f.states, [][]int{rs})
 	div := make([]float64, f.ab.Tokens())
 	for i := range div {
 		div[i] = float64(f.ab.Tokens())
 	}
-	if err := f.tf.tableStep(f.tf.table, f.ab, f.states, f.rowStart, f.b0, in, f.adv, div); err != nil {
+	if err := f.tf.trainTable(td, 0, f.adv, div); err != nil {
 		t.Fatal(err)
 	}
 	ls := f.tf.tr.Learnables()

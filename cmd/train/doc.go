@@ -149,6 +149,10 @@
 //	                       unembedding, at any width) | identity (the paper's:
 //	                       one-hot embeddings, the bigram in the unembedding, width =
 //	                       vocabulary)
+//	-ops NAME              how the training graphs compute: fused (default: custom ops
+//	                       whose backwards are written by hand, checked against
+//	                       stock) | stock (gorgonia's stock ops only, every
+//	                       derivative by its autodiff; the same model, slower)
 //	-dim N                 width with -init-mode table (default 64; a multiple of -heads)
 //	-table-lr X            learning rate of the logit table (default: 0.025 for ppo,
 //	                       the bigram's rate for reinforce, -lr otherwise); the

@@ -24,7 +24,7 @@ type runArgs struct {
 }
 
 // transformerFlags are the flags that configure -model transformer.
-var transformerFlags = []string{"init-mode", "dim", "table-lr", "train-tokens", "table-tokens", "eval-tokens", "heads", "context", "positional", "prompt", "layer-norm", "stride", "windows", "eval-rollouts"}
+var transformerFlags = []string{"ops", "init-mode", "dim", "table-lr", "train-tokens", "table-tokens", "eval-tokens", "heads", "context", "positional", "prompt", "layer-norm", "stride", "windows", "eval-rollouts"}
 
 // parseRun reads train run's flags over the defaults, or over a -config
 // file, and resolves the configuration exactly as experiment.Run does.
@@ -110,6 +110,7 @@ func registerRun(fs *flag.FlagSet, rc *experiment.Config, gf *graphFlags, tf *tr
 	fs.StringVar((*string)(&rc.Model), "model", string(rc.Model), "model: bigram or transformer (initialised to the starting bigram; trainers sft, distill, reinforce, ppo)")
 	fs.StringVar(&rc.Init, "init", rc.Init, "start from the bigram checkpointed in this run folder (e.g. an sft run) instead of the pretrained world model")
 	fs.StringVar(&tf.Init, "init-mode", tf.Init, "transformer: exact initialisation: table (a per-transition logit table beside a zero unembedding, any width) or identity (the paper's: width = vocabulary)")
+	fs.StringVar((*string)(&tf.Ops), "ops", string(tf.Ops), "transformer: fused (custom ops with hand-written backwards, fast) or stock (gorgonia's stock ops only, every derivative by its autodiff; slow)")
 	fs.IntVar(&tf.Dim, "dim", tf.Dim, "transformer: width with -init-mode table (a multiple of -heads)")
 	fs.Float64Var(&tf.TableLR, "table-lr", tf.TableLR, "transformer: learning rate of the logit table (default: 0.025 for ppo, the bigram's rate for reinforce, -lr otherwise)")
 	fs.IntVar(&tf.TrainTokens, "train-tokens", tf.TrainTokens, "transformer: trained positions per update; larger batches train on an unbiased random subset of windows (0: all)")

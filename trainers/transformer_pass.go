@@ -1,0 +1,190 @@
+package trainers
+
+import (
+	"fmt"
+	"math"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/nn"
+)
+
+// items are what a pass's loss is built over: the log-probabilities of N
+// positions' taken tokens and of their R slots each, as
+// nn.TransformerBatch (the windows pass) and nn.TableBatch (the table
+// pass) lay them out.
+type items interface {
+	Taken() *G.Node    // (N)
+	LogProbs() *G.Node // (N*R)
+	// SlotEntries is the support entry of each slot of the last fill, -1
+	// for a masked one.
+	SlotEntries() []int
+}
+
+// pass is one of a transformer's two training graphs (newPasses): its
+// items, the trainer's loss over them, the loss's constants and the Step
+// that differentiates the loss by autodiff and updates the pass's
+// parameters with its solver group.
+type pass struct {
+	cfg   Config // the trainer whose loss the pass holds
+	items items
+	n, r  int // positions and slots per position of a fill
+	in    lossInputs
+	step  *nn.Step
+	sum   float64 // the loss summed over the fills since the last update
+	loss  float64 // the loss of the last update, summed over its fills
+}
+
+// lossInputs are the constants of a loss over a pass's items, refilled
+// before each run of its graph; nodes the trainer's loss does not use are
+// nil.
+type lossInputs struct {
+	w                      vec // (N) cross-entropy and REINFORCE weights
+	advPos, advNeg, oldLog vec // (N) the clipped objective's
+	// (N*R) the KL and entropy terms' slot weights and reference
+	// log-probabilities; (N) for the group-relative trainers' k3.
+	share, refLog vec
+}
+
+// all lists the constants.
+func (in *lossInputs) all() []vec {
+	return []vec{in.w, in.advPos, in.advNeg, in.oldLog, in.share, in.refLog}
+}
+
+// newPass builds the trainer's loss over it in graph g (its items' graph)
+// and its step on learnables with solver.
+func newPass(cfg Config, it items, g *G.ExprGraph, learnables G.Nodes, solver G.Solver) (*pass, error) {
+	p := &pass{cfg: cfg, items: it, n: it.Taken().Shape()[0]}
+	p.r = it.LogProbs().Shape()[0] / p.n
+	cost, err := p.lossOf(g)
+	if err != nil {
+		return nil, err
+	}
+	if p.step, err = nn.NewStep(cost, learnables, solver); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// lossOf adds the trainer's loss over the pass's items to g: the same
+// losses as the bigram's (ppo.go), over tokens instead of transitions:
+// the cross-entropy's weighted log-likelihood, REINFORCE's, or PPO's
+// clipped surrogate with its optional KL and entropy terms.
+func (p *pass) lossOf(g *G.ExprGraph) (*G.Node, error) {
+	cfg, taken, n, r := p.cfg, p.items.Taken(), p.n, p.r
+	in := &p.in
+	if !cfg.Trainer.Clipped() {
+		in.w = newVec(g, n, "token_weights")
+		return reinforceLoss(taken, in.w.node) // sum_t w_t log pi(a_t)
+	}
+	in.advPos, in.advNeg, in.oldLog = newVec(g, n, "adv+"), newVec(g, n, "adv-"), newVec(g, n, "logp_old")
+	obj, err := ppoObjective(taken, in.oldLog.node, in.advPos.node, in.advNeg.node, cfg.Clip)
+	if err != nil {
+		return nil, err
+	}
+	cost, err := G.Neg(obj)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.KLCoef == 0 && cfg.EntropyCoef == 0 {
+		return cost, nil
+	}
+	if cfg.Trainer.Grouped() { // k3 on each position's sampled token
+		in.share, in.refLog = newVec(g, n, "token_share"), newVec(g, n, "logp_ref")
+		return addRegularizers(cost, taken, in.refLog.node, in.share.node, cfg)
+	}
+	in.share, in.refLog = newVec(g, n*r, "slot_share"), newVec(g, n*r, "logp_ref")
+	return addRegularizers(cost, p.items.LogProbs(), in.refLog.node, in.share.node, cfg)
+}
+
+// clear zeroes the constants before a fill.
+func (p *pass) clear() {
+	for _, v := range p.in.all() {
+		if v.node != nil {
+			clear(v.data())
+		}
+	}
+}
+
+// accumulate runs the pass's graph on the current fill (its constants
+// set) and adds the gradient to the step's sum.
+func (p *pass) accumulate() (float64, error) {
+	for _, v := range p.in.all() {
+		if v.node == nil {
+			continue
+		}
+		if err := G.Let(v.node, v.val); err != nil {
+			return 0, err
+		}
+	}
+	cost, err := p.step.Accumulate() // refuses NaN losses and gradients
+	p.sum += cost
+	return cost, err
+}
+
+// apply updates the pass's parameters from the summed gradient (the
+// step's Applied) and keeps the summed loss (loss).
+func (p *pass) apply() error {
+	p.loss, p.sum = p.sum, 0
+	return p.step.Apply()
+}
+
+// setCrossEntropy sets the constants of position pos for the cross-entropy
+// over n tokens (sft, distill), weighted by weight.
+func (p *pass) setCrossEntropy(pos int, n, weight float64) { p.in.w.data()[pos] = -weight / n }
+
+// slotEntries is the support entry of each slot of the current fill when
+// the loss needs them (the KL and entropy terms over slots), nil
+// otherwise.
+func (p *pass) slotEntries() []int {
+	if p.in.share.node == nil || p.cfg.Trainer.Grouped() {
+		return nil
+	}
+	return p.items.SlotEntries()
+}
+
+// setSampled sets the constants of position pos from the batch's token item
+// for the trainer's sampled loss, its terms weighted by weight (the
+// inverse sampling rate of a subsample): REINFORCE's weight -A/div, or
+// the clipped objective's advantage, old log-probability and, with KL or
+// entropy terms, its slots' shares and reference log-probabilities
+// (entries: the fill's slotEntries).
+func (l *transformer) setSampled(p *pass, entries []int, pos, item int, weight float64, ab *eval.AgentBatch, adv, div []float64) {
+	cfg, in := p.cfg, &p.in
+	if !cfg.Trainer.Clipped() {
+		in.w.data()[pos] = -adv[item] * weight / div[item]
+		return
+	}
+	in.oldLog.data()[pos] = ab.LogProbs[item]
+	if a := adv[item] * weight / div[item]; a > 0 {
+		in.advPos.data()[pos] = a
+	} else {
+		in.advNeg.data()[pos] = a
+	}
+	switch {
+	case in.share.node == nil:
+	case cfg.Trainer.Grouped(): // k3 on the sampled token
+		in.share.data()[pos] = weight / div[item]
+		in.refLog.data()[pos] = math.Log(l.ref[ab.Entries[item]])
+	default:
+		for k, e := range entries[pos*p.r : (pos+1)*p.r] {
+			if e >= 0 {
+				in.share.data()[pos*p.r+k] = weight / div[item]
+				in.refLog.data()[pos*p.r+k] = math.Log(l.ref[e])
+			}
+		}
+	}
+}
+
+// checkFinite refuses parameters that an update made NaN or infinite.
+func checkFinite(done int, ps G.Nodes) error {
+	for _, p := range ps {
+		for i, v := range p.Value().Data().([]float64) {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("trainers: step %d: parameter %s[%d] is %v after the update", done, p.Name(), i, v)
+			}
+		}
+	}
+	return nil
+}

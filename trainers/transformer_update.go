@@ -1,0 +1,235 @@
+package trainers
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/nn"
+)
+
+// update is the REINFORCE update or the clipped objective's epochs over
+// minibatches, each minibatch through both passes (newPasses): the table
+// pass on every one of its sampled tokens at trained states, then the
+// windows pass on its windows (a subsample to the trained-token budget).
+func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv, div []float64) (ratioStats, error) {
+	cfg := l.t.cfg
+	seqs, err := l.sequences(&ab.Batch)
+	if err != nil {
+		return ratioStats{}, err
+	}
+	epochs, m := cfg.Trainer.epochs(cfg)
+	mini := make([][]int, m) // rollouts of each minibatch
+	for i := range seqs {
+		mini[minibatchOf(i, m)] = append(mini[minibatchOf(i, m)], i)
+	}
+	trained := 0 // positions of the windows trained, over the epochs
+	var tab *tableData
+	if l.table != nil {
+		tab = l.newTableData(ab, states, mini)
+	}
+	for epoch := range epochs {
+		for mb, rs := range mini {
+			if tab != nil {
+				if err := l.trainTable(tab, mb, adv, div); err != nil {
+					return ratioStats{}, err
+				}
+			}
+			var lensOf []int
+			for _, i := range rs {
+				lensOf = append(lensOf, len(seqs[i].tokens))
+			}
+			wins := cutWindows(lensOf, l.opts.Stride, l.opts.Context)
+			for k := range wins {
+				wins[k].seq = rs[wins[k].seq]
+			}
+			wins = l.budget(wins, m, epoch, mb)
+			for _, w := range wins {
+				trained += w.to - w.train
+			}
+			fill := func(pos, item int, weight float64) {
+				l.setSampled(l.windows, l.windows.slotEntries(), pos, item, weight, ab, adv, div)
+			}
+			if _, err := l.trainWindows(seqs, ab.Starts, wins, fill); err != nil {
+				return ratioStats{}, err
+			}
+		}
+	}
+	norm := l.windows.step.GradNorm()
+	if l.table != nil {
+		norm = math.Hypot(norm, l.table.step.GradNorm())
+	}
+	if !cfg.Trainer.Clipped() {
+		return ratioStats{trained: trained, gradNorm: norm}, nil
+	}
+	rs, err := l.ratios(seqs, ab)
+	rs.trained, rs.gradNorm = trained, norm
+	return rs, err
+}
+
+// trainWindows is the windows pass on one minibatch: it runs its windows
+// through the graph, fill by fill, setting the loss constants of each
+// trained position with fill(position, item, the window's weight), and
+// takes one optimiser step on the summed gradient. Sequence i's
+// transition t is item first[i]+t. It returns the summed loss.
+func (l *transformer) trainWindows(seqs []tokenSeq, first []int, wins []window, fill func(pos, item int, weight float64)) (float64, error) {
+	start := time.Now()
+	defer func() { l.passTime += time.Since(start) }()
+	t, p := l.t, l.windows
+	b, _, _ := l.fw.Shape()
+	rows := make([]nn.Window, 0, b)
+	for k := 0; k < len(wins); k += b {
+		part := wins[k:min(k+b, len(wins))]
+		rows = rows[:0]
+		for _, w := range part {
+			s := seqs[w.seq]
+			rows = append(rows, nn.Window{Prompt: l.prompt(s.target), Start: w.from, Tokens: s.tokens[w.from : w.to+1]})
+		}
+		if err := l.fw.SetWindows(rows); err != nil {
+			return 0, fmt.Errorf("trainers: step %d: %w", t.done, err)
+		}
+		p.clear()
+		for r, w := range part {
+			for pos := w.train; pos < w.to; pos++ {
+				if t.trained[seqs[w.seq].tokens[pos]] {
+					fill(r*l.rowT+pos-w.from, first[w.seq]+pos, w.weight)
+				}
+			}
+		}
+		if _, err := p.accumulate(); err != nil {
+			return 0, fmt.Errorf("trainers: step %d: %w", t.done, err)
+		}
+	}
+	if err := p.apply(); err != nil {
+		return 0, fmt.Errorf("trainers: step %d: %w", t.done, err)
+	}
+	return p.loss, checkFinite(t.done, l.tr.Learnables())
+}
+
+// budget subsamples a minibatch's windows to the transformer's trained-token
+// budget per update (TransformerOptions.TrainTokens, shared by the m
+// minibatches of an epoch), seeded by the step, the epoch and the
+// minibatch, so a resumed run draws the same subsets.
+func (l *transformer) budget(wins []window, m, epoch, mb int) []window {
+	rng := rand.New(rand.NewPCG(l.t.stepSeed()^0x3243f6a8885a308d, uint64(epoch)<<32|uint64(mb)))
+	return subsample(wins, l.opts.TrainTokens/m, rng)
+}
+
+// entropy averages, over the batch's tokens in trained rows, the entropy
+// of the row each was drawn from when the agents reported their rows (the
+// table initialisation), and otherwise -log pi of the token drawn, whose
+// mean is the same quantity estimated from the samples.
+func (l *transformer) entropy(ab *eval.AgentBatch, states []int32) float64 {
+	g, trained := l.t.g, l.t.trained
+	var rowStart []int
+	if ab.Rows != nil {
+		rowStart = rowStarts(g, trained, ab, states)
+	}
+	sum, n := 0.0, 0
+	for i := range ab.Targets {
+		for tok := ab.Starts[i]; tok < ab.Starts[i+1]; tok++ {
+			s := states[tok]
+			if !trained[s] {
+				continue
+			}
+			n++
+			if rowStart == nil {
+				sum -= ab.LogProbs[tok]
+				continue
+			}
+			for _, lp := range ab.Rows[i][rowStart[tok]:][:g.Offsets[s+1]-g.Offsets[s]] {
+				sum -= math.Exp(lp) * lp
+			}
+		}
+	}
+	return sum / float64(max(n, 1))
+}
+
+// ratios are PPO's approximate KL and clip fraction after the updates,
+// replaying rollouts through a sampler of the updated transformer: the
+// first rollouts of the batch up to the trained-token budget (a statistic
+// of the batch, not all of it: at the paper's size a batch holds millions
+// of tokens).
+func (l *transformer) ratios(seqs []tokenSeq, ab *eval.AgentBatch) (ratioStats, error) {
+	t := l.t
+	sp := l.tr.Sampler()
+	var rs ratioStats
+	for i, seq := range seqs {
+		if l.opts.TrainTokens > 0 && rs.n >= float64(l.opts.TrainTokens) {
+			break
+		}
+		if err := sp.ResetAt(0, l.prompt(seq.target)); err != nil {
+			return rs, fmt.Errorf("trainers: step %d: %w", t.done, err)
+		}
+		for p, x := range seq.tokens[:len(seq.tokens)-1] {
+			logp, err := sp.Push(x)
+			if err != nil {
+				return rs, fmt.Errorf("trainers: step %d: %w", t.done, err)
+			}
+			if t.trained[x] {
+				tok := ab.Starts[i] + p
+				rs.add(math.Exp(logp[int(ab.Entries[tok])-t.g.Offsets[x]]-ab.LogProbs[tok]), t.cfg.Clip)
+			}
+		}
+	}
+	return rs, nil
+}
+
+// crossEntropyStep is one cross-entropy step of the transformer on
+// Rollouts sequences: golden paths with uniform targets and multiedges
+// (sft, Theorem 2's data) or teacher traces (distill, Theorem 5's), with
+// weight 1/(number of tokens) on every trained token.
+func (l *transformer) crossEntropyStep(ctx context.Context) error {
+	t, cfg, g := l.t, l.t.cfg, l.t.g
+	var seqs []tokenSeq
+	stepSeed := t.stepSeed()
+	switch {
+	case cfg.Trainer == SFT:
+		rng := rand.New(rand.NewPCG(stepSeed, 0x243f6a8885a308d3))
+		for range cfg.Rollouts {
+			x := 1 + rng.IntN(g.W())
+			path, err := g.RandomGoldenPath(x, rng)
+			if err != nil {
+				return err
+			}
+			ids, err := l.tok.Encode(path)
+			if err != nil {
+				return err
+			}
+			seqs = append(seqs, tokenSeq{tokens: ids, target: x})
+		}
+	case l.traces != nil: // a fixed set of traces, taken in turn
+		if l.st.NextTrace < 0 || l.st.NextTrace >= len(l.traces) {
+			return fmt.Errorf("trainers: step %d: next trace %d outside [0, %d)", t.done, l.st.NextTrace, len(l.traces))
+		}
+		for range cfg.Rollouts {
+			seqs = append(seqs, l.traces[l.st.NextTrace])
+			l.st.NextTrace = (l.st.NextTrace + 1) % len(l.traces)
+		}
+	default:
+		b, err := teacherTraces(ctx, g, l.teacher, cfg.Rollouts, int(math.Ceil(100*t.limit)), stepSeed)
+		if err != nil {
+			return err
+		}
+		if seqs, err = l.sequences(&b.Batch); err != nil {
+			return err
+		}
+	}
+	first := make([]int, len(seqs))
+	lens := make([]int, len(seqs))
+	n := 0.0
+	for i, s := range seqs {
+		first[i], lens[i] = int(n), len(s.tokens)
+		n += float64(len(s.tokens) - 1)
+	}
+	wins := l.budget(cutWindows(lens, l.opts.Stride, l.opts.Context), 1, 0, 0)
+	loss, err := l.trainWindows(seqs, first, wins, func(pos, _ int, weight float64) { l.windows.setCrossEntropy(pos, n, weight) })
+	if err != nil {
+		return err
+	}
+	l.st.Loss = loss
+	return nil
+}
