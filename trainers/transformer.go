@@ -212,8 +212,10 @@ const tableChunk = 1 << 15
 //     frozen at its value when the batch was sampled (the sampler's);
 //     every other parameter is frozen.
 //
-// In every minibatch of every epoch the table pass runs first, then the
-// windows pass. The table pass exists with Init "table" in sampled RLVR;
+// Both passes minimise the trainer's own loss over their items (lossOf:
+// REINFORCE's, or PPO's clipped surrogate with its optional KL and entropy
+// terms, each token's ratio against its log-probability when sampled), in
+// every minibatch of every epoch, the table pass first. The table pass exists with Init "table" in sampled RLVR;
 // otherwise the windows pass trains every parameter (with Init "table", B
 // in solver group 1 at TableLR, the rest in group 0).
 func (l *transformer) newPasses(cfg Config, opts TransformerOptions) error {
@@ -255,9 +257,7 @@ func (l *transformer) newPasses(cfg Config, opts TransformerOptions) error {
 	if l.tbl, err = nn.NewTableBatch(table, tableChunk, width, opts.Ops); err != nil {
 		return err
 	}
-	tableCfg := cfg // the table pass's loss: REINFORCE's at the current B, unclipped
-	tableCfg.Trainer, tableCfg.KLCoef, tableCfg.EntropyCoef = Reinforce, 0, 0
-	l.table, err = newPass(tableCfg, l.tbl, g, G.Nodes{table}, groups.Solver(1))
+	l.table, err = newPass(cfg, l.tbl, g, G.Nodes{table}, groups.Solver(1))
 	return err
 }
 

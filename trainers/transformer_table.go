@@ -24,10 +24,13 @@ import (
 // token, held constant: the correction is frozen at its sampling-time
 // value during the pass, and so is every parameter but B (newPasses).
 //
-// The table's update in each minibatch of each epoch is the policy
-// gradient sum_t A_t grad log pi_t(a_t) / n at the current B, the
-// correction held at its sampling-time value: PPO's surrogate at ratio 1,
-// without its clipping.
+// The table's update in each minibatch of each epoch is a step on the
+// trainer's loss over its tokens, as the windows pass's over its windows:
+// for PPO the clipped surrogate sum_t A+_t min(r_t, 1+eps) + A-_t max(r_t,
+// 1-eps), r_t = pi_t(a_t) / pi_old(a_t), pi_t at the current B with the
+// correction held at its sampling-time value and pi_old the sampler's
+// (so r_t = 1 at the first minibatch of the first epoch); for REINFORCE
+// the policy gradient sum_t A_t log pi_t(a_t) / n.
 
 // tableData is what the table pass reads of a batch, for one update.
 type tableData struct {

@@ -25,10 +25,15 @@ type tableFixture struct {
 }
 
 func newTableFixture(t *testing.T, tableTokens int) *tableFixture {
+	return newTableFixtureOf(t, Reinforce, tableTokens)
+}
+
+// newTableFixtureOf is newTableFixture for trainer k.
+func newTableFixtureOf(t *testing.T, k Kind, tableTokens int) *tableFixture {
 	t.Helper()
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
 	cfg := DefaultConfig()
-	cfg.Trainer, cfg.Optim = Reinforce, solvers.Config{Name: "sgd", LR: 1}
+	cfg.Trainer, cfg.Optim = k, solvers.Config{Name: "sgd", LR: 1}
 	opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 8, Heads: 1, Context: 3, Positional: "learned"},
 		TableLR: 1, Stride: 4, Windows: 8, EvalRollouts: 2, TableTokens: tableTokens}
 	tr := newTrainer(t, cfg, opts, g, nil)
@@ -59,13 +64,19 @@ func newTableFixture(t *testing.T, tableTokens int) *tableFixture {
 // step runs the table pass over every rollout of the batch as one
 // minibatch and returns B's change (minus the gradient: SGD at rate 1),
 // restoring B.
-func (f *tableFixture) step(t *testing.T) []float64 {
+func (f *tableFixture) step(t *testing.T) []float64 { return f.stepFrom(t, f.b0) }
+
+// stepFrom is step with B at b when the pass runs (the batch sampled at
+// f.b0).
+func (f *tableFixture) stepFrom(t *testing.T, b []float64) []float64 {
 	t.Helper()
 	rs := make([]int, len(f.ab.Targets))
 	for i := range rs {
 		rs[i] = i
 	}
 	td := f.tf.newTableData(f.ab, f.states, [][]int{rs})
+	ls := f.tf.tr.Learnables()
+	copy(ls[len(ls)-1].Value().Data().([]float64), b)
 	div := make([]float64, f.ab.Tokens())
 	for i := range div {
 		div[i] = float64(f.ab.Tokens())
@@ -73,13 +84,12 @@ func (f *tableFixture) step(t *testing.T) []float64 {
 	if err := f.tf.trainTable(td, 0, f.adv, div); err != nil {
 		t.Fatal(err)
 	}
-	ls := f.tf.tr.Learnables()
-	b := ls[len(ls)-1].Value().Data().([]float64)
-	out := make([]float64, len(b))
-	for i := range b {
-		out[i] = b[i] - f.b0[i]
+	after := ls[len(ls)-1].Value().Data().([]float64)
+	out := make([]float64, len(after))
+	for i := range after {
+		out[i] = after[i] - b[i]
 	}
-	copy(b, f.b0)
+	copy(after, f.b0)
 	return out
 }
 
@@ -88,13 +98,50 @@ func (f *tableFixture) step(t *testing.T) []float64 {
 // (A_t / n) (1{a = a_t} - pi_t(a)), the policy gradient, where pi_t is the
 // transformer's own distribution at token t, computed here by replaying
 // each rollout through a fresh sampler (not from the rows the batch
-// recorded), and n the batch's tokens.
+// recorded), and n the batch's tokens. REINFORCE's step is that; PPO's,
+// at B as sampled (every ratio 1), too.
 func TestTablePassGradient(t *testing.T) {
-	f := newTableFixture(t, 0)
+	for _, k := range []Kind{Reinforce, PPO} {
+		t.Run(string(k), func(t *testing.T) {
+			f := newTableFixtureOf(t, k, 0)
+			checkTableStep(t, f, f.b0, 0.2)
+		})
+	}
+}
+
+// TestTablePassClipped: with B moved away from its value when the batch
+// was sampled, PPO's table pass takes the clipped surrogate's step: a
+// token whose ratio r_t = pi_t(a_t) / pi_old(a_t) left [1-eps, 1+eps] on
+// its advantage's side adds nothing, every other token (A_t / n) r_t
+// (1{a = a_t} - pi_t(a)), pi_t at the moved B.
+func TestTablePassClipped(t *testing.T) {
+	f := newTableFixtureOf(t, PPO, 0)
+	rng := rand.New(rand.NewPCG(10, 11))
+	b := append([]float64(nil), f.b0...)
+	for i := range b {
+		b[i] += 0.4 * rng.NormFloat64()
+	}
+	clipped := checkTableStep(t, f, b, 0.2)
+	if clipped == 0 || clipped == f.ab.Tokens() {
+		t.Errorf("%d of %d tokens clipped: want some, not all", clipped, f.ab.Tokens())
+	}
+}
+
+// checkTableStep checks the table pass's step from B = b against the
+// clipped surrogate's gradient (eps clip) written out, the distributions
+// replayed through a sampler at b, the old log-probabilities the batch's;
+// REINFORCE's is the same with no clipping. It returns the number of
+// tokens clipped.
+func checkTableStep(t *testing.T, f *tableFixture, b []float64, eps float64) int {
+	t.Helper()
 	g, tf := f.tf.t.g, f.tf
-	want := make([]float64, len(f.b0))
+	ls := tf.tr.Learnables()
+	copy(ls[len(ls)-1].Value().Data().([]float64), b)
 	sp := tf.tr.Sampler()
+	copy(ls[len(ls)-1].Value().Data().([]float64), f.b0)
+	want := make([]float64, len(f.b0))
 	n := float64(f.ab.Tokens())
+	clipped := 0
 	for i, x := range f.ab.Targets {
 		if err := sp.ResetAt(0, tf.prompt(x)); err != nil {
 			t.Fatal(err)
@@ -107,18 +154,27 @@ func TestTablePassGradient(t *testing.T) {
 			}
 			if tf.t.trained[s] {
 				lo := g.Offsets[s]
+				a := int(f.ab.Entries[k])
+				r := 1.0
+				if tf.t.cfg.Trainer.Clipped() {
+					r = math.Exp(logp[a-lo] - f.ab.LogProbs[k])
+					if f.adv[k] > 0 && r > 1+eps || f.adv[k] < 0 && r < 1-eps {
+						r = 0
+						clipped++
+					}
+				}
 				for j, lp := range logp {
 					d := -math.Exp(lp)
-					if lo+j == int(f.ab.Entries[k]) {
+					if lo+j == a {
 						d++
 					}
-					want[lo+j] += f.adv[k] / n * d
+					want[lo+j] += f.adv[k] / n * r * d
 				}
 			}
 			s = g.Next[f.ab.Entries[k]]
 		}
 	}
-	got := f.step(t)
+	got := f.stepFrom(t, b)
 	moved := 0
 	for e := range want {
 		if math.Abs(got[e]-want[e]) > 1e-12 {
@@ -131,6 +187,7 @@ func TestTablePassGradient(t *testing.T) {
 	if moved == 0 {
 		t.Fatal("no entry of B moves: the test checks nothing")
 	}
+	return clipped
 }
 
 // TestTableTokensUnbiased: the table pass on a random subset of a
