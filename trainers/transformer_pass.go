@@ -98,13 +98,32 @@ func (p *pass) lossOf(g *G.ExprGraph) (*G.Node, error) {
 	return addRegularizers(cost, p.items.LogProbs(), in.refLog.node, in.share.node, cfg)
 }
 
-// clear zeroes the constants before a fill.
-func (p *pass) clear() {
-	for _, v := range p.in.all() {
-		if v.node != nil {
-			clear(v.data())
+// consts are a pass's loss constants as slices (nil for the loss's unused
+// ones), for one fill, and the fill's slot entries when the loss needs
+// them (the KL and entropy terms over slots).
+type consts struct {
+	w, advPos, advNeg, oldLog, share, refLog []float64
+	entries                                  []int
+	r                                        int // slots per position
+}
+
+// begin zeroes the constants for a fill whose layout is set and returns
+// them.
+func (p *pass) begin() *consts {
+	c := &consts{r: p.r}
+	for _, f := range []struct {
+		v   vec
+		dst *[]float64
+	}{{p.in.w, &c.w}, {p.in.advPos, &c.advPos}, {p.in.advNeg, &c.advNeg}, {p.in.oldLog, &c.oldLog}, {p.in.share, &c.share}, {p.in.refLog, &c.refLog}} {
+		if f.v.node != nil {
+			*f.dst = f.v.data()
+			clear(*f.dst)
 		}
 	}
+	if p.in.share.node != nil && !p.cfg.Trainer.Grouped() {
+		c.entries = p.items.SlotEntries()
+	}
+	return c
 }
 
 // accumulate runs the pass's graph on the current fill (its constants
@@ -132,46 +151,35 @@ func (p *pass) apply() error {
 
 // setCrossEntropy sets the constants of position pos for the cross-entropy
 // over n tokens (sft, distill), weighted by weight.
-func (p *pass) setCrossEntropy(pos int, n, weight float64) { p.in.w.data()[pos] = -weight / n }
-
-// slotEntries is the support entry of each slot of the current fill when
-// the loss needs them (the KL and entropy terms over slots), nil
-// otherwise.
-func (p *pass) slotEntries() []int {
-	if p.in.share.node == nil || p.cfg.Trainer.Grouped() {
-		return nil
-	}
-	return p.items.SlotEntries()
-}
+func (c *consts) setCrossEntropy(pos int, n, weight float64) { c.w[pos] = -weight / n }
 
 // setSampled sets the constants of position pos from the batch's token item
 // for the trainer's sampled loss, its terms weighted by weight (the
 // inverse sampling rate of a subsample): REINFORCE's weight -A/div, or
 // the clipped objective's advantage, old log-probability and, with KL or
 // entropy terms, its slots' shares and reference log-probabilities
-// (entries: the fill's slotEntries).
-func (l *transformer) setSampled(p *pass, entries []int, pos, item int, weight float64, ab *eval.AgentBatch, adv, div []float64) {
-	cfg, in := p.cfg, &p.in
-	if !cfg.Trainer.Clipped() {
-		in.w.data()[pos] = -adv[item] * weight / div[item]
+// (PPO's). Distinct positions may be set on several goroutines.
+func (l *transformer) setSampled(c *consts, pos, item int, weight float64, ab *eval.AgentBatch, adv, div []float64) {
+	if c.w != nil {
+		c.w[pos] = -adv[item] * weight / div[item]
 		return
 	}
-	in.oldLog.data()[pos] = ab.LogProbs[item]
+	c.oldLog[pos] = ab.LogProbs[item]
 	if a := adv[item] * weight / div[item]; a > 0 {
-		in.advPos.data()[pos] = a
+		c.advPos[pos] = a
 	} else {
-		in.advNeg.data()[pos] = a
+		c.advNeg[pos] = a
 	}
 	switch {
-	case in.share.node == nil:
-	case cfg.Trainer.Grouped(): // k3 on the sampled token
-		in.share.data()[pos] = weight / div[item]
-		in.refLog.data()[pos] = math.Log(l.ref[ab.Entries[item]])
+	case c.share == nil:
+	case c.entries == nil: // the group-relative trainers' k3 on the sampled token
+		c.share[pos] = weight / div[item]
+		c.refLog[pos] = math.Log(l.ref[ab.Entries[item]])
 	default:
-		for k, e := range entries[pos*p.r : (pos+1)*p.r] {
+		for k, e := range c.entries[pos*c.r : (pos+1)*c.r] {
 			if e >= 0 {
-				in.share.data()[pos*p.r+k] = weight / div[item]
-				in.refLog.data()[pos*p.r+k] = math.Log(l.ref[e])
+				c.share[pos*c.r+k] = weight / div[item]
+				c.refLog[pos*c.r+k] = math.Log(l.ref[e])
 			}
 		}
 	}

@@ -106,7 +106,6 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 	ab, states := tb.ab, tb.states
 	for c := 0; c < len(in.tokens); c += tableChunk {
 		toks, rolls := in.tokens[c:min(c+tableChunk, len(in.tokens))], in.rollouts[c:]
-		p.clear()
 		inParts(len(toks), func(j0, j1 int) { // the rows are read from all over the batch: on every core
 			for j := j0; j < j1; j++ {
 				k := toks[j]
@@ -122,10 +121,12 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 		if err := batch.SetLen(len(toks)); err != nil {
 			return fmt.Errorf("trainers: step %d: table: %w", t.done, err)
 		}
-		entries := p.slotEntries()
-		for j, k := range toks {
-			l.setSampled(p, entries, j, k, in.scale, ab, adv, div)
-		}
+		c := p.begin()
+		inParts(len(toks), func(j0, j1 int) {
+			for j := j0; j < j1; j++ {
+				l.setSampled(c, j, toks[j], in.scale, ab, adv, div)
+			}
+		})
 		if _, err := p.accumulate(); err != nil {
 			return fmt.Errorf("trainers: step %d: table: %w", t.done, err)
 		}

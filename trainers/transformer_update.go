@@ -50,9 +50,7 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv, div []flo
 			for _, w := range wins {
 				trained += w.to - w.train
 			}
-			fill := func(pos, item int, weight float64) {
-				l.setSampled(l.windows, l.windows.slotEntries(), pos, item, weight, ab, adv, div)
-			}
+			fill := func(c *consts, pos, item int, weight float64) { l.setSampled(c, pos, item, weight, ab, adv, div) }
 			if _, err := l.trainWindows(seqs, ab.Starts, wins, fill); err != nil {
 				return ratioStats{}, err
 			}
@@ -72,10 +70,10 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv, div []flo
 
 // trainWindows is the windows pass on one minibatch: it runs its windows
 // through the graph, fill by fill, setting the loss constants of each
-// trained position with fill(position, item, the window's weight), and
+// trained position with fill(constants, position, item, the window's weight), and
 // takes one optimiser step on the summed gradient. Sequence i's
 // transition t is item first[i]+t. It returns the summed loss.
-func (l *transformer) trainWindows(seqs []tokenSeq, first []int, wins []window, fill func(pos, item int, weight float64)) (float64, error) {
+func (l *transformer) trainWindows(seqs []tokenSeq, first []int, wins []window, fill func(c *consts, pos, item int, weight float64)) (float64, error) {
 	start := time.Now()
 	defer func() { l.passTime += time.Since(start) }()
 	t, p := l.t, l.windows
@@ -91,11 +89,11 @@ func (l *transformer) trainWindows(seqs []tokenSeq, first []int, wins []window, 
 		if err := l.fw.SetWindows(rows); err != nil {
 			return 0, fmt.Errorf("trainers: step %d: %w", t.done, err)
 		}
-		p.clear()
+		c := p.begin()
 		for r, w := range part {
 			for pos := w.train; pos < w.to; pos++ {
 				if t.trained[seqs[w.seq].tokens[pos]] {
-					fill(r*l.rowT+pos-w.from, first[w.seq]+pos, w.weight)
+					fill(c, r*l.rowT+pos-w.from, first[w.seq]+pos, w.weight)
 				}
 			}
 		}
@@ -226,7 +224,7 @@ func (l *transformer) crossEntropyStep(ctx context.Context) error {
 		n += float64(len(s.tokens) - 1)
 	}
 	wins := l.budget(cutWindows(lens, l.opts.Stride, l.opts.Context), 1, 0, 0)
-	loss, err := l.trainWindows(seqs, first, wins, func(pos, _ int, weight float64) { l.windows.setCrossEntropy(pos, n, weight) })
+	loss, err := l.trainWindows(seqs, first, wins, func(c *consts, pos, _ int, weight float64) { c.setCrossEntropy(pos, n, weight) })
 	if err != nil {
 		return err
 	}

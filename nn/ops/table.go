@@ -136,6 +136,7 @@ type tableKernel struct {
 	lay     *TableLayout
 	p       int
 	pi      []float64 // (Capacity*R) each slot's probability, kept by forward for backward
+	packed  []float64 // forward: the unmasked slots' exponentials, token after token
 	scratch []float64 // backward: one table-sized accumulator per block
 }
 
@@ -147,24 +148,51 @@ func (k *tableKernel) forward(out []float64, in [][]float64) error {
 	if err := l.Check(k.p); err != nil {
 		return err
 	}
-	k.pi = kernels.Grow(k.pi, len(out))
+	k.pi, k.packed = kernels.Grow(k.pi, len(out)), kernels.Grow(k.packed, len(out))
 	empty := -math.Log(float64(r)) // a row of R masked slots: log-softmax of R equal logits
 	kernels.ParallelFor(l.capacity, tableBlock, func(lo, hi int) {
-		for t := lo; t < hi; t++ {
-			z, pi, c := out[t*r:(t+1)*r], k.pi[t*r:(t+1)*r], l.cnt[t]
-			if t >= l.n {
-				for j := range z {
-					z[j], pi[j] = empty, 0
-				}
-				continue
-			}
-			e0, off := l.first[t], l.offsets[t*r:]
+		// out holds z - max(z) per slot, and the block's part of packed
+		// the filled tokens' unmasked ones, row after row, whose
+		// exponentials are taken at once (Exps is four-wide).
+		packed, at := k.packed[lo*r:hi*r], 0
+		for t := lo; t < min(hi, l.n); t++ {
+			e0, c, off, z := l.first[t], l.cnt[t], l.offsets[t*r:], out[t*r:(t+1)*r]
+			m := math.Inf(-1)
 			for j := range c {
 				z[j] = table[e0+j] + off[j]
+				m = max(m, z[j])
 			}
-			m, lse := kernels.LogSoftmax(z, pi, z[:c])
-			for j := c; j < r; j++ { // masked: probability exactly 0
-				z[j], pi[j] = (MaskLogit-m)-lse, 0
+			for j := range c {
+				z[j] -= m
+			}
+			for j := c; j < r; j++ {
+				z[j] = MaskLogit - m
+			}
+			copy(packed[at:at+c], z[:c])
+			at += c
+		}
+		kernels.Exps(packed[:at], packed[:at], 0)
+		at = 0
+		for t := lo; t < min(hi, l.n); t++ {
+			c, z, pi := l.cnt[t], out[t*r:(t+1)*r], k.pi[t*r:(t+1)*r]
+			sum := 0.0
+			for _, v := range packed[at : at+c] {
+				sum += v
+			}
+			lse, inv := math.Log(sum), 1/sum
+			for j := range z {
+				z[j] -= lse
+			}
+			for j := range c {
+				pi[j] = packed[at+j] * inv
+			}
+			clear(pi[c:]) // masked: probability exactly 0
+			at += c
+		}
+		for t := max(lo, l.n); t < hi; t++ {
+			z, pi := out[t*r:(t+1)*r], k.pi[t*r:(t+1)*r]
+			for j := range z {
+				z[j], pi[j] = empty, 0
 			}
 		}
 	})
