@@ -41,11 +41,12 @@
 //
 // What autodiff does. Every loss is a gorgonia graph, and every gradient
 // of a loss with respect to the parameters comes from gorgonia's symbolic
-// autodiff (G.Grad in NewStep). With Ops Stock (and in the Bigram but for
-// one op) every node of the graph is a stock gorgonia op, so autodiff
-// derives every derivative. With Ops Fused (the default) the graph's
-// layers are custom ops (package ops): autodiff chains the loss to them
-// and calls their backwards, which are written by hand. Those backwards
+// autodiff (G.Grad in NewStep). With Ops Stock every node of a
+// transformer's graph is a stock gorgonia op, so autodiff derives every
+// derivative. With Ops Fused (the default) the graph's layers are custom
+// ops (package ops): autodiff chains the loss to them and calls their
+// backwards, which are written by hand; the Bigram's graph is stock ops
+// but for one such op, its log-softmax. Those backwards
 // (Attention, LayerNorm, Unembed, TableLogSoftmax, Gather and the bigram's
 // SegmentLogSoftmax) are the only hand-written derivatives; each is checked
 // against autodiff of the same function in stock ops, in package ops' tests

@@ -9,7 +9,8 @@ import G "gorgonia.org/gorgonia"
 // trainable support entry, so a batch is aggregated before it enters the
 // graph), a Transformer's are the tokens of a batch of windows
 // (TransformerBatch.Taken) and their full next-token rows
-// (TransformerBatch.LogProbs). The trainers' losses (cross-entropy,
+// (TransformerBatch.LogProbs), and the tokens of its table pass are a
+// TableBatch's, laid out alike. The trainers' losses (cross-entropy,
 // REINFORCE, PPO's clipped surrogate, KL and entropy terms) take such item
 // vectors and know nothing else of the model.
 type Policy interface {
