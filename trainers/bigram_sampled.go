@@ -30,15 +30,11 @@ func (b *bigram) buildSampled() (*G.Node, error) {
 		return reinforceLoss(logp, b.in.node)
 	}
 	g := model.Graph()
-	b.advPos, b.advNeg, b.oldLog = newVec(g, p, "adv+"), newVec(g, p, "adv-"), newVec(g, p, "logp_old")
-	obj, err := ppoObjective(logp, b.oldLog.node, b.advPos.node, b.advNeg.node, cfg.Clip)
+	cost, advPos, advNeg, oldLog, err := clippedLoss(g, logp, p, cfg.Clip)
 	if err != nil {
 		return nil, err
 	}
-	cost, err := G.Neg(obj)
-	if err != nil {
-		return nil, err
-	}
+	b.advPos, b.advNeg, b.oldLog = advPos, advNeg, oldLog
 	if cfg.KLCoef > 0 || cfg.EntropyCoef > 0 {
 		b.share, b.refLog = newVec(g, p, "state_share"), newVec(g, p, "logp_ref")
 		probs := model.Probs()

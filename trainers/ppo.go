@@ -47,6 +47,20 @@ func ppoObjective(logp, oldLogp, advPos, advNeg *G.Node, eps float64) (obj *G.No
 	return G.Add(pos, neg)
 }
 
+// clippedLoss adds to g minus PPO's clipped surrogate (ppoObjective) over
+// the n items' log-probabilities logp, and its constants: the items'
+// positive and negative advantages and their log-probabilities under the
+// policy that sampled them.
+func clippedLoss(g *G.ExprGraph, logp *G.Node, n int, clip float64) (cost *G.Node, advPos, advNeg, oldLog vec, err error) {
+	advPos, advNeg, oldLog = newVec(g, n, "adv+"), newVec(g, n, "adv-"), newVec(g, n, "logp_old")
+	obj, err := ppoObjective(logp, oldLog.node, advPos.node, advNeg.node, clip)
+	if err != nil {
+		return nil, advPos, advNeg, oldLog, err
+	}
+	cost, err = G.Neg(obj)
+	return cost, advPos, advNeg, oldLog, err
+}
+
 // addRegularizers adds PPO's optional terms to cost over the items' log
 // probabilities logp: KLCoef times the visit-weighted KL to the reference
 // refLogp (for the group-relative trainers its k3 estimate on the sampled

@@ -78,15 +78,11 @@ func (p *pass) lossOf(g *G.ExprGraph) (*G.Node, error) {
 		in.w = newVec(g, n, "token_weights")
 		return reinforceLoss(taken, in.w.node) // sum_t w_t log pi(a_t)
 	}
-	in.advPos, in.advNeg, in.oldLog = newVec(g, n, "adv+"), newVec(g, n, "adv-"), newVec(g, n, "logp_old")
-	obj, err := ppoObjective(taken, in.oldLog.node, in.advPos.node, in.advNeg.node, cfg.Clip)
+	cost, advPos, advNeg, oldLog, err := clippedLoss(g, taken, n, cfg.Clip)
 	if err != nil {
 		return nil, err
 	}
-	cost, err := G.Neg(obj)
-	if err != nil {
-		return nil, err
-	}
+	in.advPos, in.advNeg, in.oldLog = advPos, advNeg, oldLog
 	if cfg.KLCoef == 0 && cfg.EntropyCoef == 0 {
 		return cost, nil
 	}
