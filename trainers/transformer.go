@@ -193,8 +193,13 @@ func newTransformer(t *Trainer, s Setup) (*transformer, error) {
 	return l, nil
 }
 
-// tableChunk is the table pass's tokens per fill of its graph.
-const tableChunk = 1 << 15
+// tableChunk is the table pass's tokens per fill of its graph: with stock
+// ops, whose every node allocates its output and gradient at every run,
+// fewer (a small batch would otherwise pay for a mostly empty fill).
+const (
+	tableChunk      = 1 << 15
+	stockTableChunk = 1 << 12
+)
 
 // newPasses builds the transformer's solver groups and its two passes,
 // each a graph of the model's log-probabilities with the trainer's loss
@@ -254,7 +259,11 @@ func (l *transformer) newPasses(cfg Config, opts TransformerOptions) error {
 			width = max(width, len(l.t.g.Row(s)))
 		}
 	}
-	if l.tbl, err = nn.NewTableBatch(table, tableChunk, width, opts.Ops); err != nil {
+	chunk := tableChunk
+	if opts.Ops == nn.Stock {
+		chunk = stockTableChunk
+	}
+	if l.tbl, err = nn.NewTableBatch(table, chunk, width, opts.Ops); err != nil {
 		return err
 	}
 	l.table, err = newPass(cfg, l.tbl, g, G.Nodes{table}, groups.Solver(1))

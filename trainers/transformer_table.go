@@ -104,8 +104,9 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 	}
 	g, t, p, batch := l.t.g, l.t, l.table, l.tbl
 	ab, states := tb.ab, tb.states
-	for c := 0; c < len(in.tokens); c += tableChunk {
-		toks, rolls := in.tokens[c:min(c+tableChunk, len(in.tokens))], in.rollouts[c:]
+	chunk, _ := batch.Shape()
+	for c := 0; c < len(in.tokens); c += chunk {
+		toks, rolls := in.tokens[c:min(c+chunk, len(in.tokens))], in.rollouts[c:]
 		inParts(len(toks), func(j0, j1 int) { // the rows are read from all over the batch: on every core
 			for j := j0; j < j1; j++ {
 				k := toks[j]
