@@ -65,7 +65,6 @@ func (o Ops) Validate() error {
 type TransformerBatch struct {
 	tr      *Transformer
 	b, t, r int // rows, tokens per row, slots per position
-	ops     Ops
 
 	lay      *ops.Layout // tokens, positions and slot groupings, read by the fused ops
 	takenIdx *G.Node     // (N) Int: logit slot of each taken token
@@ -101,7 +100,7 @@ func (tr *Transformer) Forward(b, t int, o Ops) (fw *TransformerBatch, err error
 	}
 	cfg, g := tr.cfg, tr.g
 	n, r := b*t, cfg.maxRow()
-	fw = &TransformerBatch{tr: tr, b: b, t: t, r: r, ops: o, lay: ops.NewLayout(cfg.Support.Offsets, cfg.Support.Next, b, t, r, cfg.Context, cfg.Prompt)}
+	fw = &TransformerBatch{tr: tr, b: b, t: t, r: r, lay: ops.NewLayout(cfg.Support.Offsets, cfg.Support.Next, b, t, r, cfg.Context, cfg.Prompt)}
 	fw.takenIdx = G.NewVector(g, G.Int, G.WithShape(n), G.WithName("taken_slots")) // (N)
 	if o == Stock {
 		fw.stock = newStockInputs(g, b, t, r, cfg.Prompt)
