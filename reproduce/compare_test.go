@@ -88,7 +88,7 @@ func TestCompareLearnersPaperSpec(t *testing.T) {
 				t.Errorf("run %d (%s): ppo %d steps until %g, %d rollouts, baseline %s, horizon %g, %s", r.Index, c.Model, tr.Steps, tr.Until, tr.Rollouts, tr.Baseline, tr.HorizonFactor, tr.Optim.Name)
 			}
 			if c.Model == trainers.BigramModel {
-				if want := trainers.DefaultTransformerOptions().Resolve(tr).TableLR; tr.Optim.LR != want {
+				if want := trainers.DefaultTableLR(tr); tr.Optim.LR != want {
 					t.Errorf("run %d: the bigram's lr %g, want the transformer's table rate %g", r.Index, tr.Optim.LR, want)
 				}
 			}

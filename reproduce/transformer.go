@@ -134,7 +134,10 @@ func (r *reproducer) fig7Plan(dir string) (*sweep.Plan, error) {
 	}
 	out := filepath.Join(r.out, compareLearners, paperRuns)
 	if r.quick {
-		s.Base.Graph, out = graphConfig(3, 3, 2), filepath.Join(dir, "runs")
+		if err := s.Base.Set("graph", []byte(`{"W": 3, "K": 3, "L": 2}`)); err != nil {
+			return nil, err
+		}
+		out = filepath.Join(dir, "runs")
 	}
 	p, err := s.Expand(out)
 	if err != nil {

@@ -99,7 +99,7 @@ func TestBadSpecs(t *testing.T) {
 func TestBadCombination(t *testing.T) {
 	for _, c := range []struct{ name, spec, want string }{
 		{"bigram with transformer options", `{"base": {"train": {"trainer": "ppo"}}, "grid": {"model": ["transformer", "bigram"], "transformer.prompt": [true]}}`,
-			`run 1 (model=bigram transformer.prompt=true): transformer options given for model bigram`},
+			`run 1 (model=bigram transformer.prompt=true): transformer.prompt: applies to the transformer; this run is ppo on the bigram`},
 		{"W=0", `{"grid": {"graph": [{"W": 2, "K": 2, "L": 2}, {"W": 0, "K": 2, "L": 2}]}}`, `run 1 (graph={"W":0,"K":2,"L":2}): W=0: must be an integer in`},
 		{"rlvr-exact on a transformer", `{"list": [{"model": "transformer", "train.trainer": "rlvr-exact"}]}`, "run 0 (model=transformer train.trainer=rlvr-exact): trainers: model transformer trains with"},
 	} {

@@ -44,14 +44,13 @@ type Trainer struct {
 	Supervised []int
 }
 
-// New builds a trainer of s.Model for cfg on graph g. Fields of cfg left
-// unset are resolved first (Config.Resolve).
+// New builds a trainer of s.Model for cfg on graph g; cfg is used as it is
+// (start from Defaults), its fields checked (Config.Validate).
 func New(cfg Config, g *tasks.Graph, s Setup) (*Trainer, error) {
 	if s.Model == "" {
 		s.Model = BigramModel
 	}
-	cfg = cfg.Resolve(s.Model)
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(s.Model); err != nil {
 		return nil, err
 	}
 	if err := s.Model.Check(cfg, s); err != nil {
@@ -63,8 +62,15 @@ func New(cfg Config, g *tasks.Graph, s Setup) (*Trainer, error) {
 	if s.Init != nil && len(s.Init) != len(g.Next) {
 		return nil, fmt.Errorf("trainers: initial logits: %d values for %d valid transitions", len(s.Init), len(g.Next))
 	}
-	t := &Trainer{cfg: cfg, model: s.Model, g: g, an: eval.NewAnalyzer(g), pred: eval.Predict(g, cfg.TrainSource), stepSeconds: math.NaN()}
-	t.trained = trainedRows(g, cfg.TrainSource)
+	// The source row is trained only where train_source applies (Fields):
+	// sft's golden paths and pretraining's world-model pairs are uniform
+	// over the branch entries there.
+	source := cfg.TrainSource && trainsSource(cfg.Trainer)
+	t := &Trainer{cfg: cfg, model: s.Model, g: g, an: eval.NewAnalyzer(g), pred: eval.Predict(g, source), stepSeconds: math.NaN()}
+	t.trained = trainedRows(g, source)
+	if err := t.checkTraces(s.Teacher); err != nil {
+		return nil, err
+	}
 	t.pcg = rand.NewPCG(cfg.Seed, 0x6a09e667f3bcc909)
 	t.rng = rand.New(t.pcg)
 	if cfg.Trainer.Sampled() {
@@ -110,6 +116,31 @@ func (t *Trainer) limitOf(teacher []float64) (float64, error) {
 		return r.HittingTime, nil
 	}
 	return 0, nil
+}
+
+// traceBytes is about the memory a sampled teacher trace takes per
+// transition while the traces are drawn (its entry, log-probability and
+// token, and the learner's copy).
+const traceBytes = 24
+
+// checkTraces refuses, before any is drawn, distill_traces whose traces
+// would not fit the graph's memory budget: about DistillTraces times the
+// teacher's hitting time transitions, drawn before the first step.
+func (t *Trainer) checkTraces(teacher []float64) error {
+	n := t.cfg.DistillTraces
+	if !t.cfg.Trainer.UsesTeacher() || n == 0 || teacher == nil {
+		return nil
+	}
+	r, err := t.an.Analyze(teacher)
+	if err != nil {
+		return fmt.Errorf("trainers: teacher: %w", err)
+	}
+	budget := float64(t.g.Config.Budget())
+	if need := float64(n) * r.HittingTime * traceBytes; need > budget {
+		return fmt.Errorf("trainers: distill_traces %d: about %.3g teacher transitions (%d traces of %.4g on average) need about %.3g GiB, over the budget of %.3g GiB (max_bytes): lower -distill-traces (0: the teacher's exact distribution)",
+			n, float64(n)*r.HittingTime, n, r.HittingTime, need/(1<<30), budget/(1<<30))
+	}
+	return nil
 }
 
 // trainedRows marks the rows a run trains: not the rows the paper fixes

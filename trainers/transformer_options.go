@@ -2,6 +2,7 @@ package trainers
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/nn"
@@ -23,7 +24,7 @@ type TransformerOptions struct {
 	// TableLR is the learning rate of the logit table B (Init "table"):
 	// B is the bigram inside the transformer, and learns at the bigram's
 	// rate while the attention and embeddings learn at the optimiser's
-	// (smaller) one. 0: the default (Resolve).
+	// (smaller) one (default: DefaultTableLR).
 	TableLR float64 `json:"table_lr"`
 	// Stride is the number of trained positions per training window and
 	// Windows the number of windows per fill of the graph; see cutWindows.
@@ -54,34 +55,32 @@ type TransformerOptions struct {
 	TableTokens int `json:"table_tokens"`
 }
 
-// DefaultTransformerOptions returns the table initialisation at width 64,
-// one head, a window of 8 tokens with learned positions, no prompt, windows
-// of 56 trained positions filled 256 at a time (the graph's speed needs
-// rows by the hundred: nn's BenchmarkTransformerTrain), 2000 evaluation
-// rollouts within 20M sampled tokens, and a budget of 65,536 trained
-// tokens per update.
-func DefaultTransformerOptions() TransformerOptions {
+// DefaultTransformerOptions returns the transformer's options under
+// trainer k: the table initialisation at width 64, one head, a window of
+// 8 tokens with learned positions, no prompt, windows of 56 trained
+// positions filled 256 at a time (the graph's speed needs rows by the
+// hundred: nn's BenchmarkTransformerTrain), 2000 evaluation rollouts
+// within 20M sampled tokens, a budget of 65,536 trained tokens per update,
+// and the table's rate for k's default optimiser (DefaultTableLR).
+func DefaultTransformerOptions(k Kind) TransformerOptions {
 	return TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 64, Heads: 1, Context: 8, Positional: "learned"}, Stride: 56, Windows: 256,
-		EvalRollouts: 2000, EvalTokens: 20_000_000, TrainTokens: 1 << 16}
+		EvalRollouts: 2000, EvalTokens: 20_000_000, TrainTokens: 1 << 16, TableLR: DefaultTableLR(Defaults(k, TransformerModel))}
 }
 
-// Resolve fills TableLR when unset: for PPO 0.025 (the rate at which the
-// bigram's PPO with 128 rollouts reaches the paper-size limit, measured
-// there; the bigram's own default 0.05 was tuned at W=K=5, L=3), for
-// REINFORCE the bigram model's own rate, for
-// the other trainers the optimiser's rate.
-func (o TransformerOptions) Resolve(cfg Config) TransformerOptions {
-	if o.TableLR == 0 {
-		switch d := defaultsFor(cfg.Trainer, BigramModel); {
-		case cfg.Trainer == PPO:
-			o.TableLR = 0.025
-		case cfg.Trainer.Sampled() && d.Optim.Name == cfg.Optim.Name:
-			o.TableLR = d.Optim.LR
-		default:
-			o.TableLR = cfg.Optim.LR
-		}
+// DefaultTableLR is the logit table's default rate (TableLR) under cfg:
+// for PPO 0.025 (the rate at which the bigram's PPO with 128 rollouts
+// reaches the paper-size limit, measured there; the bigram's own default
+// 0.05 was tuned at W=K=5, L=3), for the other sampled trainers the
+// bigram's own default rate when the optimiser is the bigram's default
+// one, and otherwise the optimiser's rate.
+func DefaultTableLR(cfg Config) float64 {
+	switch d := Defaults(cfg.Trainer, BigramModel).Optim; {
+	case cfg.Trainer == PPO:
+		return 0.025
+	case cfg.Trainer.Sampled() && d.Name == cfg.Optim.Name:
+		return d.LR
 	}
-	return o
+	return cfg.Optim.LR
 }
 
 // Validate checks each field; the transformer's own checks come from nn.
@@ -107,8 +106,8 @@ func (o TransformerOptions) Validate() error {
 	if o.Positional != "learned" && o.Positional != "none" {
 		return fmt.Errorf("trainers: transformer positional %q: want learned or none", o.Positional)
 	}
-	if !(o.TableLR >= 0) {
-		return fmt.Errorf("trainers: transformer table_lr %v: want > 0 (0: the default)", o.TableLR)
+	if o.Init == "table" && (!(o.TableLR > 0) || math.IsInf(o.TableLR, 0)) {
+		return fmt.Errorf("trainers: transformer table_lr %v: want finite > 0", o.TableLR)
 	}
 	if o.Stride < 1 || o.Windows < 1 {
 		return fmt.Errorf("trainers: transformer stride %d, windows %d: want >= 1 each", o.Stride, o.Windows)

@@ -2,17 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/rlvr-backtrack/backtrack/experiment"
-	"github.com/rlvr-backtrack/backtrack/trainers"
+	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
 // runArgs is what train run's command line asks for.
@@ -23,153 +25,142 @@ type runArgs struct {
 	force   bool
 }
 
-// transformerFlags are the flags that configure -model transformer.
-var transformerFlags = []string{"init-mode", "dim", "table-lr", "train-tokens", "table-tokens", "eval-tokens", "heads", "context", "positional", "prompt", "layer-norm", "stride", "windows", "eval-rollouts"}
-
-// parseRun reads train run's flags over the defaults, or over a -config
-// file, and resolves the configuration exactly as experiment.Run does.
+// parseRun reads train run's command line: the -config file's object
+// with each flag given set on top at its path (runFlags), resolved in one
+// place (experiment.Given.Resolve), as a sweep's runs are.
 func parseRun(args []string, stdout io.Writer) (runArgs, error) {
-	rc := experiment.DefaultConfig()
-	if path := findFlag(args, "config"); path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return runArgs{}, usagef("run: -config: %v", err)
-		}
-		if err := experiment.Decode(data, &rc); err != nil {
-			return runArgs{}, usagef("run: -config %s: %v", path, err)
-		}
-		if err := rc.Graph.Validate(); err != nil {
-			return runArgs{}, usagef("run: -config %s: graph: %v", path, strings.TrimPrefix(err.Error(), "tasks: "))
-		}
-	}
 	fs := newFlagSet("run")
-	var gf graphFlags
-	tf := trainers.DefaultTransformerOptions()
-	if rc.Transformer != nil {
-		tf = *rc.Transformer
-	}
 	var a runArgs
-	registerRun(fs, &rc, &gf, &tf, &a)
+	config := fs.String("config", "", "read the run configuration from this JSON file (same fields as config.json); flags override it")
+	fs.StringVar(&a.resume, "resume", "", "resume the run in this folder from its checkpoint (the configuration embedded in the checkpoint is used); takes -steps and -until")
+	fs.BoolVar(&a.force, "force", false, "replace a run folder that holds another run")
+	values := registerRunFlags(fs)
 	if err := parse(fs, args, stdout); err != nil {
 		return a, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["resume"] {
-		if a.resume == "" {
-			return a, usagef("run: -resume \"\": want a run folder")
-		}
-		other := ""
-		fs.Visit(func(f *flag.Flag) { // lexical order: the message is deterministic
-			if other == "" && f.Name != "resume" && f.Name != "steps" && f.Name != "until" {
-				other = f.Name
-			}
-		})
-		if other != "" {
-			return a, usagef("run: -resume takes only -steps (a new step cap) and -until, not -%s: the run continues with the configuration in its checkpoint", other)
-		}
-		if set["steps"] {
-			a.changes.Steps = rc.Train.Steps
-		}
-		if set["until"] {
-			until := rc.Train.Until
-			a.changes.Until = &until
-		}
-		return a, nil
+		return a, parseResume(fs, &a, set, values)
 	}
-	g, err := gf.config(fs)
-	if err != nil {
+	given := experiment.NewGiven()
+	if set["config"] {
+		data, err := os.ReadFile(*config)
+		if err != nil {
+			return a, usagef("run: -config: %v", err)
+		}
+		if given, err = experiment.ParseGiven(data); err != nil {
+			return a, usagef("run: -config %s: %v", *config, err)
+		}
+		if err := given.Check(); err != nil {
+			return a, usagef("run: -config %s: %v", *config, err)
+		}
+	}
+	if err := setGraphFlags(given, set, values); err != nil {
 		return a, err
 	}
-	rc.Graph = g
-	if rc.Model == trainers.TransformerModel {
-		if set["init-mode"] && tf.Init == "identity" && !set["dim"] {
-			tf.Dim = 0 // identity's width is the vocabulary: -dim's default 64 is table's
-		}
-		rc.Transformer = &tf
-	} else {
-		for _, name := range transformerFlags {
-			if set[name] {
-				return a, usagef("run: -%s configures the transformer: add -model transformer", name)
+	for _, f := range runFlags {
+		if set[f.name] && !strings.HasPrefix(f.path, "graph.") {
+			if err := given.Set(f.path, values[f.name].value); err != nil {
+				return a, usagef("run: -%s: %v", f.name, err)
 			}
 		}
 	}
-	if a.cfg, err = rc.Resolve(); err != nil {
+	cfg, err := given.Resolve()
+	if err != nil {
+		var na *experiment.NotApplicable
+		if errors.As(err, &na) {
+			if name := flagFor(na.Path); set[name] {
+				na.Path = "-" + name
+			} else if set["config"] {
+				na.Path += " (in -config " + *config + ")"
+			}
+			return a, usagef("run: %v", na)
+		}
 		return a, usagef("run: %v", err)
 	}
+	a.cfg = cfg
 	return a, nil
 }
 
-// registerRun registers the flags of train run on fs with rc's values as
-// defaults, so flags the user sets override a -config file read into rc.
-func registerRun(fs *flag.FlagSet, rc *experiment.Config, gf *graphFlags, tf *trainers.TransformerOptions, a *runArgs) {
-	gf.register(fs, rc.Graph)
-	fs.String("config", "", "read the run configuration from this JSON file (same fields as config.json); flags override it")
-	fs.StringVar(&a.resume, "resume", "", "resume the run in this folder from its checkpoint (the configuration embedded in the checkpoint is used)")
-	fs.BoolVar(&a.force, "force", false, "replace a run folder that holds another run")
-	fs.StringVar((*string)(&rc.Model), "model", string(rc.Model), "model: bigram or transformer (initialised to the starting bigram; trainers sft, distill, reinforce, ppo)")
-	fs.StringVar(&rc.Init, "init", rc.Init, "start from the bigram checkpointed in this run folder (e.g. an sft run) instead of the pretrained world model")
-	fs.StringVar(&tf.Init, "init-mode", tf.Init, "transformer: exact initialisation: table (a per-transition logit table beside a zero unembedding, any width) or identity (the paper's: width = vocabulary)")
-	fs.IntVar(&tf.Dim, "dim", tf.Dim, "transformer: width with -init-mode table (a multiple of -heads)")
-	fs.Float64Var(&tf.TableLR, "table-lr", tf.TableLR, "transformer: learning rate of the logit table (default: 0.025 for ppo, the bigram's rate for reinforce, -lr otherwise)")
-	fs.IntVar(&tf.TrainTokens, "train-tokens", tf.TrainTokens, "transformer: trained positions per update; larger batches train on an unbiased random subset of windows (0: all)")
-	fs.IntVar(&tf.TableTokens, "table-tokens", tf.TableTokens, "transformer: tokens per update of the logit table's own pass (sampled RLVR, -init-mode table); larger batches use an unbiased random subset (0: all)")
-	fs.IntVar(&tf.Heads, "heads", tf.Heads, "transformer: attention heads")
-	fs.IntVar(&tf.Context, "context", tf.Context, "transformer: attention window in tokens")
-	fs.StringVar(&tf.Positional, "positional", tf.Positional, "transformer: learned or none")
-	fs.BoolVar(&tf.Prompt, "prompt", tf.Prompt, "transformer: put the target's token before s0 -> f, visible to every position")
-	fs.BoolVar(&tf.LayerNorm, "layer-norm", tf.LayerNorm, "transformer: layer norm before the unembedding (the initialisation stays exact)")
-	fs.IntVar(&tf.Stride, "stride", tf.Stride, "transformer: trained positions per training window")
-	fs.IntVar(&tf.Windows, "windows", tf.Windows, "transformer: windows per fill of the graph")
-	fs.IntVar(&tf.EvalRollouts, "eval-rollouts", tf.EvalRollouts, "transformer: Monte Carlo rollouts behind each metrics row's hitting time")
-	fs.IntVar(&tf.EvalTokens, "eval-tokens", tf.EvalTokens, "transformer: sampled tokens a metrics row's Monte Carlo may take (fewer rollouts while the hitting time is long; 0: no bound)")
-	t := &rc.Train
-	fs.Var(&t.Trainer, "trainer", "trainer: "+trainers.KindNames(trainers.Kinds))
-	fs.StringVar(&t.Optim.Name, "optimizer", t.Optim.Name, "optimizer: sign (the paper's), sgd or adam (default: the trainer's and model's, see the manual)")
-	fs.Float64Var(&t.Optim.LR, "lr", t.Optim.LR, "learning rate (default: the trainer's and model's, see the manual)")
-	fs.IntVar(&t.Steps, "steps", t.Steps, "step cap")
-	fs.StringVar(&t.LRDecay, "lr-decay", t.LRDecay, `learning-rate schedule over the steps: "" (constant) or linear`)
-	fs.Float64Var(&t.Until, "until", t.Until, "stop within this relative distance of the limit hitting time (0: run all steps)")
-	fs.Uint64Var(&t.Seed, "seed", t.Seed, "seed of every random choice")
-	fs.IntVar(&t.MaxTokens, "max-tokens", t.MaxTokens, "sampled trainers: stop once this many tokens have been sampled (0: no cap)")
-	fs.IntVar(&t.Patience, "patience", t.Patience, "rlvr-exact: stop when the hitting time has not improved for N steps (0: never)")
-	fs.IntVar(&t.LogEvery, "log-every", t.LogEvery, "metrics row every N steps")
-	fs.Float64Var(&t.SupervisedBackward, "supervised-backward", t.SupervisedBackward, "sft: fraction of backward states also supervised (Appendix F)")
-	fs.IntVar(&t.DistillTraces, "distill-traces", t.DistillTraces, "distill: sampled teacher traces (0: exact teacher distribution)")
-	fs.BoolVar(&t.TrainSource, "train-source", t.TrainSource, "train the source row s0 -> f (default: it stays uniform like the fork-incoming rows)")
-	fs.IntVar(&t.Rollouts, "rollouts", t.Rollouts, "sampled trainers: rollouts per step (default: the model's, see the manual)")
-	fs.Float64Var(&t.Beta, "beta", t.Beta, "sampled trainers: length penalty beta in the reward 1{hit} - beta |y|")
-	fs.Float64Var(&t.HorizonFactor, "horizon-factor", t.HorizonFactor, "sampled trainers: rollout horizon as a multiple of the current hitting time (default: the model's, see the manual)")
-	fs.IntVar(&t.Epochs, "epochs", t.Epochs, "ppo, grpo, rloo, dr-grpo: passes over each batch")
-	fs.IntVar(&t.Minibatches, "minibatches", t.Minibatches, "ppo, grpo, rloo, dr-grpo: minibatches per pass")
-	fs.Float64Var(&t.Clip, "clip", t.Clip, "ppo, grpo, rloo, dr-grpo: ratio clip epsilon")
-	fs.Float64Var(&t.KLCoef, "kl-coef", t.KLCoef, "ppo: KL penalty to the starting policy; grpo, rloo, dr-grpo: its k3 estimate on the sampled tokens")
-	fs.Float64Var(&t.EntropyCoef, "entropy-coef", t.EntropyCoef, "ppo: entropy bonus")
-	fs.StringVar(&t.Baseline, "baseline", t.Baseline, "reinforce, ppo: gae, state-target, fork, state or batch (default: the model's, see the manual); grpo, rloo, dr-grpo: group")
-	fs.IntVar(&t.GroupSize, "group-size", t.GroupSize, "grpo, rloo, dr-grpo: rollouts per group, one target each (default 8; divides -rollouts)")
-	fs.StringVar(&t.LossAgg, "loss-agg", t.LossAgg, "grpo, rloo, dr-grpo: token, sequence or constant aggregation of the per-token loss (default: token; constant for dr-grpo)")
-	fs.Float64Var(&t.Lambda, "lambda", t.Lambda, "reinforce, ppo with -baseline gae: GAE lambda")
-	fs.Float64Var(&t.CriticRate, "critic-rate", t.CriticRate, "reinforce, ppo with -baseline gae: rate at which the critic follows each batch's returns")
-	fs.BoolVar(&t.NormalizeAdvantages, "normalize-advantages", t.NormalizeAdvantages, "reinforce, ppo: divide advantages by their standard deviation")
-	fs.StringVar(&rc.Teacher, "teacher", rc.Teacher, "distill: rlvr-limit or a run folder whose checkpoint is the teacher")
-	fs.IntVar(&rc.CheckpointEvery, "checkpoint-every", rc.CheckpointEvery, "checkpoint every N steps (0: at the end and on interruption only)")
-	fs.BoolVar(&rc.TensorBoard, "tensorboard", rc.TensorBoard, "also write the metrics as TensorBoard event files (events.out.tfevents.*) in the run folder")
-	fs.StringVar(&rc.Out, "out", rc.Out, "run folder (default runs/<trainer>-<graph>-seed<seed>); a folder holding another run is refused unless -force")
+// parseResume reads -resume DIR and the changes it takes: a new step cap
+// (-steps) and stop distance (-until), checked against the checkpoint's
+// configuration when the run is resumed.
+func parseResume(fs *flag.FlagSet, a *runArgs, set map[string]bool, values map[string]*pathValue) error {
+	if a.resume == "" {
+		return usagef("run: -resume \"\": want a run folder")
+	}
+	other := ""
+	fs.Visit(func(f *flag.Flag) { // lexical order: the message is deterministic
+		if other == "" && f.Name != "resume" && f.Name != "steps" && f.Name != "until" {
+			other = f.Name
+		}
+	})
+	if other != "" {
+		return usagef("run: -resume takes only -steps (a new step cap) and -until, not -%s: the run continues with the configuration in its checkpoint", other)
+	}
+	if set["steps"] {
+		json.Unmarshal(values["steps"].value, &a.changes.Steps)
+		if a.changes.Steps < 1 {
+			return usagef("run: -steps %d: want >= 1", a.changes.Steps)
+		}
+	}
+	if set["until"] {
+		a.changes.Until = new(float64)
+		json.Unmarshal(values["until"].value, a.changes.Until)
+	}
+	return nil
 }
 
-// findFlag returns the value of -name in args without parsing the rest.
-func findFlag(args []string, name string) string {
-	for i, a := range args {
-		for _, p := range []string{"-" + name, "--" + name} {
-			if a == p && i+1 < len(args) {
-				return args[i+1]
-			}
-			if v, ok := strings.CutPrefix(a, p+"="); ok {
-				return v
+// setGraphFlags sets the graph flags given on the configuration: -W, -K,
+// -L and -max-bytes at their paths (over the -config file's graph, or the
+// default one), -branches as a new graph (keeping a given budget), and
+// the machine's budget (3/4 of its memory) when none is given.
+func setGraphFlags(given *experiment.Given, set map[string]bool, values map[string]*pathValue) error {
+	if set["max-bytes"] {
+		if n, _ := strconv.ParseInt(string(values["max-bytes"].value), 10, 64); n < 1 {
+			return usagef("run: -max-bytes %d: want a budget in bytes >= 1 (leave it out for 3/4 of the machine's memory)", n)
+		}
+	}
+	if set["branches"] {
+		if set["W"] || set["K"] || set["L"] {
+			return usagef("run: -branches and -W/-K/-L are exclusive: give one shape")
+		}
+		spec := values["branches"].text
+		if spec == "" {
+			return usagef(`run: -branches "": want a branch spec such as "2,2,3;5,1"`)
+		}
+		b, err := tasks.ParseBranches(spec)
+		if err != nil {
+			return usagef("run: -branches: %v", strings.TrimPrefix(err.Error(), "tasks: "))
+		}
+		g := map[string]any{"branches": b}
+		var old struct {
+			Graph struct {
+				MaxBytes json.RawMessage `json:"max_bytes"`
+			} `json:"graph"`
+		}
+		if json.Unmarshal(given.JSON(), &old) == nil && old.Graph.MaxBytes != nil {
+			g["max_bytes"] = old.Graph.MaxBytes
+		}
+		data, _ := json.Marshal(g)
+		if err := given.Set("graph", data); err != nil {
+			return usagef("run: -branches: %v", err)
+		}
+	}
+	for _, f := range runFlags {
+		if set[f.name] && f.name != "branches" && strings.HasPrefix(f.path, "graph.") {
+			if err := given.Set(f.path, values[f.name].value); err != nil {
+				return usagef("run: -%s: %v", f.name, err)
 			}
 		}
 	}
-	return ""
+	if !given.Has("graph.max_bytes") {
+		if err := given.Set("graph.max_bytes", json.RawMessage(strconv.FormatInt(defaultMaxBytes(), 10))); err != nil {
+			return usagef("run: -max-bytes: %v", err)
+		}
+	}
+	return nil
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
