@@ -18,7 +18,7 @@ type Config struct {
 	Optim   nn.OptimConfig `json:"optimizer"`
 	// LRDecay schedules the learning rate over the Steps: "" (constant) or
 	// "linear" (from the optimiser's lr down to lr/Steps at the last step).
-	LRDecay string `json:"lr_decay,omitempty"`
+	LRDecay string `json:"lr_decay"`
 	// Steps caps the number of optimiser steps (>= 1).
 	Steps int `json:"steps"`
 	// Until stops the run once the hitting time is within this relative
@@ -29,7 +29,7 @@ type Config struct {
 	// MaxTokens (sampled trainers) stops the run once it has sampled at
 	// least this many tokens: a budget shared by trainers that sample
 	// differently (0: none).
-	MaxTokens int `json:"max_tokens,omitempty"`
+	MaxTokens int `json:"max_tokens"`
 	// Seed seeds every random choice of the run (sampled traces, the
 	// supervised backward states, rollouts, initial weights).
 	Seed uint64 `json:"seed"`
@@ -73,8 +73,8 @@ type Config struct {
 	// group-relative trainers add the k3 estimate of KL(pi || pi_start) on
 	// each sampled token, aggregated the same way. Both fields are unset
 	// (0, "") for the other trainers.
-	GroupSize int    `json:"group_size,omitempty"`
-	LossAgg   string `json:"loss_agg,omitempty"`
+	GroupSize int    `json:"group_size"`
+	LossAgg   string `json:"loss_agg"`
 	// Baseline is subtracted from each token's return to go: "state-target"
 	// (the batch's mean return from the token's state in rollouts with the
 	// same target), "state" (from the token's state) or "batch" (the

@@ -171,20 +171,21 @@ func checkMemory(g *tasks.Graph, cfg Config, opts TransformerOptions, tc nn.Tran
 	v, d, c, h := float64(tc.Vocab), float64(tc.Dim), float64(opts.Context), float64(opts.Heads)
 	nnz := float64(tc.Support.NNZ())
 	r := float64(maxRow(tc.Support))
-	params := v*d*2 + c*d + 4*d*d + nnz             // E, U, P, the four (D, D), B
-	solver := 3 * params                            // gradients and Adam's moments
-	rowT := float64(opts.Context + opts.Stride + 1) // tokens per window
-	n := float64(opts.Windows) * (rowT + 1)         // positions of one fill (and the prompt)
-	graph := n * ((6+h)*d + (c+2)*h + 6*r)          // records, attention weights, logits, per slot
-	tables := (v + c) * (3 + h) * d * 2             // the samplers' snapshot, twice
-	words := params + solver + 4*graph + tables     // the graph's buffers kept forward and backward
+	params := v*d*2 + c*d + 4*d*d + nnz              // E, U, P, the four (D, D), B
+	solver := 3 * params                             // gradients and Adam's moments
+	rowT := c + float64(opts.Stride) + 1             // tokens per window (in floats: no overflow)
+	n := float64(opts.Windows) * (rowT + 1)          // positions of one fill (and the prompt)
+	graph := n * ((6+h)*d + (c+2)*h + 6*r)           // records, attention weights, logits, per slot
+	tables := (v + c) * (3 + h) * d * 2              // the samplers' snapshot, twice
+	mc := 2 * float64(opts.EvalRollouts)             // a measurement's lengths and hits
+	words := params + solver + 4*graph + tables + mc // the graph's buffers kept forward and backward
 	batch := 0.0
 	if cfg.Trainer.Sampled() {
 		batch = 2 * float64(cfg.Rollouts) * h0 * transitionWords(g, tc)
 	}
 	if need := 8 * (words + batch); need > float64(budget) {
-		return fmt.Errorf("trainers: transformer: width %d, context %d, %d windows of %d tokens and %d rollouts of about %.0f tokens need about %.3g GiB, over the budget of %.3g GiB (max_bytes): lower -rollouts, -context, -stride, -windows or -dim",
-			tc.Dim, opts.Context, opts.Windows, int(rowT), cfg.Rollouts, h0, need/(1<<30), float64(budget)/(1<<30))
+		return fmt.Errorf("trainers: transformer: width %d, context %d, %d windows of %.0f tokens and %d rollouts of about %.0f tokens need about %.3g GiB, over the budget of %.3g GiB (max_bytes): lower -rollouts, -context, -stride, -windows, -dim or -eval-rollouts",
+			tc.Dim, opts.Context, opts.Windows, rowT, cfg.Rollouts, h0, need/(1<<30), float64(budget)/(1<<30))
 	}
 	return nil
 }
