@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/trainers"
@@ -173,44 +175,49 @@ func registerRunFlags(fs *flag.FlagSet) map[string]*pathValue {
 		v := &pathValue{kind: f.kind}
 		values[f.name] = v
 		fs.Var(v, f.name, f.usage)
-		fs.Lookup(f.name).DefValue = commonDefault(f.path)
+		fs.Lookup(f.name).DefValue = flagDefaults()[f.path]
 	}
 	return values
 }
 
-// commonDefault is the default of the field at path, when every run it
-// applies to has the same ("" when they differ, or it has none).
-func commonDefault(path string) string {
-	if path == "graph.max_bytes" { // the machine's: not the same everywhere
-		return ""
+// flagDefaults are the defaults -h shows, by path: a field's default when
+// every run it applies to has the same (none when they differ).
+var flagDefaults = sync.OnceValue(func() map[string]string {
+	type run struct {
+		ch   trainers.Choice
+		tree any
 	}
-	seen := ""
+	var runs []run
 	for _, m := range trainers.Models() {
 		for _, k := range m.Kinds() {
 			c := experiment.Defaults(m, k)
-			if !trainers.Applies(path, c.Choice()) {
-				continue
-			}
-			v, ok := valueAt(c, path)
-			if !ok || seen != "" && v != seen {
-				return ""
-			}
-			seen = v
+			runs = append(runs, run{c.Choice(), tree(c)})
 		}
 	}
-	return seen
-}
+	out := map[string]string{}
+	for _, f := range runFlags {
+		seen, same := "", true
+		for _, r := range runs {
+			if !trainers.Applies(f.path, r.ch) {
+				continue
+			}
+			v, ok := lookup(r.tree, f.path)
+			same = same && ok && (seen == "" || v == seen)
+			seen = v
+		}
+		if same && f.path != "graph.max_bytes" { // the machine's: not the same everywhere
+			out[f.path] = seen
+		}
+	}
+	return out
+})
 
 // valueAt is the value at path of c's config.json, as a flag would show it.
-func valueAt(c experiment.Config, path string) (string, bool) {
-	data, err := json.Marshal(c)
-	if err != nil {
-		return "", false
-	}
-	var v any = map[string]any{}
-	if json.Unmarshal(data, &v) != nil {
-		return "", false
-	}
+func valueAt(c experiment.Config, path string) (string, bool) { return lookup(tree(c), path) }
+
+// lookup is the value at path of a config.json tree, as a flag would show
+// it (numbers as written).
+func lookup(v any, path string) (string, bool) {
 	for _, seg := range strings.Split(path, ".") {
 		m, ok := v.(map[string]any)
 		if !ok {
@@ -227,6 +234,21 @@ func valueAt(c experiment.Config, path string) (string, bool) {
 		return "", false
 	}
 	return fmt.Sprint(v), true
+}
+
+// tree is c's config.json as a tree, numbers as written.
+func tree(c experiment.Config) any {
+	data, err := json.Marshal(c)
+	if err != nil {
+		panic(err) // a Config always marshals
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // flagFor is the run flag that sets path ("" when none does).
