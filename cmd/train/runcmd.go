@@ -15,6 +15,7 @@ import (
 
 	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/tasks"
+	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
 // runArgs is what train run's command line asks for.
@@ -169,7 +170,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if a.resume != "" {
-		return execute(stdout, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
+		return execute(stdout, &a.changes, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
 			s, err := experiment.Resume(ctx, a.resume, a.changes, o)
 			if experiment.IsInput(err) {
 				return s, usagef("run: -resume %s: %v", a.resume, err)
@@ -177,10 +178,42 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return s, err
 		})
 	}
-	return execute(stdout, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
+	return execute(stdout, nil, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
 		o.Force = a.force
 		return experiment.Run(ctx, a.cfg, o)
 	})
+}
+
+// continueHint says why a finished run has nothing left to do under the
+// resume's changes ch (nil: none), and the command that trains it on when
+// there is one.
+func continueHint(s experiment.Summary, ch *experiment.Changes) string {
+	steps := 2 * s.Steps
+	if ch != nil && ch.Steps > s.Steps {
+		steps = ch.Steps
+	}
+	switch s.StopReason {
+	case trainers.StopUntil:
+		why := fmt.Sprintf("it stopped at step %d within its -until of the limit", s.Steps)
+		switch {
+		case ch != nil && ch.Until != nil:
+			why = fmt.Sprintf("at step %d it is within -until %g of the limit", s.Steps, *ch.Until)
+		case ch != nil && ch.Steps > 0:
+			why += fmt.Sprintf(", which -steps %d does not change", ch.Steps)
+		}
+		return fmt.Sprintf("%s; to train on, lower -until (0: to the step cap): train run -resume %s -until 0 -steps %d", why, s.Out, steps)
+	case trainers.StopSteps:
+		return fmt.Sprintf("it reached its step cap at step %d; to train on, raise it: train run -resume %s -steps %d", s.Steps, s.Out, steps)
+	case trainers.StopTokens:
+		return "it spent its sampled-token budget (-max-tokens), which a resume does not change; -force starts a new run"
+	case trainers.StopOptimum:
+		return "it stopped at the exact optimum of its setting: there is nothing left to learn"
+	case trainers.StopStationary, trainers.StopStall:
+		return "it stopped making progress (-patience); -force starts a new run (another -lr or -optimizer)"
+	case trainers.StopMemory:
+		return "its next batch would not fit the memory budget; -force starts a new run (a larger -max-bytes, fewer -rollouts)"
+	}
+	return "-force starts a new run"
 }
 
 // runDefault runs the paper's headline experiment (Figures 3-4) into
@@ -188,14 +221,18 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 func runDefault(stdout, stderr io.Writer) error {
 	rc := experiment.DefaultConfig()
 	rc.Out = filepath.Join("runs", "fig3-4")
-	return execute(stdout, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
+	return execute(stdout, nil, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
 		return experiment.Run(ctx, rc, o)
 	})
 }
 
 // interruptAtStep lets tests deliver a simulated SIGINT after a given step
-// (0: never).
-var interruptAtStep int
+// (0: never); interruptAtStart, once the run is set up and its folder
+// written, before its first measurement.
+var (
+	interruptAtStep  int
+	interruptAtStart bool
+)
 
 // interrupted reports a run stopped by a signal after its checkpoint was
 // written; main exits 128+signal.
@@ -210,12 +247,18 @@ func (e interrupted) Error() string {
 
 // execute runs a training with SIGINT and SIGTERM turned into a checkpoint
 // and an exit code, progress shown on stdout, and the closing table
-// printed.
-func execute(stdout io.Writer, train func(context.Context, experiment.Options) (experiment.Summary, error)) error {
+// printed. ch are the changes a resume asked for (nil: not a resume).
+func execute(stdout io.Writer, ch *experiment.Changes, train func(context.Context, experiment.Options) (experiment.Summary, error)) error {
 	sig := catchSignals()
 	defer sig.stop()
 	prog := newProgress(stdout)
-	s, err := train(sig.ctx, experiment.Options{Started: prog.start, Progress: prog.update, AfterStep: func(step int) {
+	started := func(cfg experiment.Config, step int, limit float64) {
+		prog.start(cfg, step, limit)
+		if interruptAtStart { // tests: a signal arriving before the first step
+			sig.interrupt(syscall.SIGINT)
+		}
+	}
+	s, err := train(sig.ctx, experiment.Options{Started: started, Progress: prog.update, AfterStep: func(step int) {
 		if step == interruptAtStep { // tests: a signal arriving after this step
 			sig.interrupt(syscall.SIGINT)
 		}
@@ -229,8 +272,10 @@ func execute(stdout io.Writer, train func(context.Context, experiment.Options) (
 		return usagef("run: %v", err)
 	}
 	switch {
+	case s.NothingToDo && ch == nil:
+		fmt.Fprintf(stdout, "%s already holds this run, finished: nothing to do: %s\n", s.Out, continueHint(s, ch))
 	case s.NothingToDo:
-		fmt.Fprintf(stdout, "%s already holds this run, finished: nothing to do (-force in a new run starts over; -resume %s -steps N or -until X continues it)\n", s.Out, s.Out)
+		fmt.Fprintf(stdout, "%s: nothing to do: %s\n", s.Out, continueHint(s, ch))
 	case s.Resumed:
 		fmt.Fprintf(stdout, "resumed the unfinished run in %s from its checkpoint (same configuration; -force starts over)\n", s.Out)
 	}
