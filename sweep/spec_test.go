@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -113,5 +114,36 @@ func TestBadCombination(t *testing.T) {
 				t.Errorf("got %v, want one line with %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestEachRunItsOwnDefaults: a sweep over trainers resolves each run as a
+// config file is, from the spec's base as given: each trainer gets its own
+// defaults (ppo Adam at 0.05, sft sign descent at 0.01), a base field runs
+// it does not apply to are refused for, and the run's hash is of its
+// config.json (the fields that apply to it).
+func TestEachRunItsOwnDefaults(t *testing.T) {
+	s, err := ParseSpec([]byte(`{"base": {"graph": {"W": 2, "K": 2, "L": 2}, "train": {"steps": 5}},
+		"list": [{"train.trainer": "ppo"}, {"train.trainer": "sft"}, {"train.trainer": "ppo", "train.optimizer.name": "sgd"}]}`), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Expand("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"adam 0.05 256", "sign 0.01 0", "sgd 0.01 256"} {
+		tr := p.Runs[i].Config.Train
+		if got := fmt.Sprintf("%s %g %d", tr.Optim.Name, tr.Optim.LR, tr.Rollouts); got != want || tr.Steps != 5 {
+			t.Errorf("run %d: %s, %d steps; want %s, 5 steps", i, got, tr.Steps, want)
+		}
+		id, _ := Identity(p.Runs[i].Config)
+		if strings.Contains(id, "epochs") != (tr.Trainer == "ppo") {
+			t.Errorf("run %d: identity %s", i, id)
+		}
+	}
+	s, _ = ParseSpec([]byte(`{"base": {"train": {"epochs": 3}}, "list": [{"train.trainer": "ppo"}, {"train.trainer": "sft"}]}`), "x")
+	if _, err := s.Expand(""); err == nil || !strings.Contains(err.Error(), "run 1 (train.trainer=sft): train.epochs: applies to ppo") {
+		t.Errorf("got %v, want run 1 refused for train.epochs", err)
 	}
 }
