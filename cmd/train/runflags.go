@@ -175,7 +175,9 @@ func registerRunFlags(fs *flag.FlagSet) map[string]*pathValue {
 		v := &pathValue{kind: f.kind}
 		values[f.name] = v
 		fs.Var(v, f.name, f.usage)
-		fs.Lookup(f.name).DefValue = flagDefaults()[f.path]
+		if d := flagDefaults()[f.path]; d != "0" && d != "false" {
+			fs.Lookup(f.name).DefValue = d // -h shows a default that is not the zero value
+		}
 	}
 	return values
 }
