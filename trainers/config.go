@@ -17,9 +17,15 @@ type Config struct {
 	// Trainer is the trainer kind (see Kind).
 	Trainer Kind           `json:"trainer"`
 	Optim   nn.OptimConfig `json:"optimizer"`
-	// LRDecay schedules the learning rate over the Steps: "" (constant) or
-	// "linear" (from the optimiser's lr down to lr/Steps at the last step).
+	// LRDecay schedules the learning rate: "" (constant), "linear" (from
+	// the optimiser's lr down to lr/Steps at the last step) or "plateau"
+	// (halved each time the run goes Patience steps without a new best,
+	// at most Halvings times; see progress).
 	LRDecay string `json:"lr_decay,omitempty"`
+	// Halvings (lr_decay plateau) is how many times the learning rate may
+	// be halved before a run that still makes no progress stops (stop
+	// reason plateau).
+	Halvings int `json:"halvings,omitempty"`
 	// Steps caps the number of optimiser steps (>= 1).
 	Steps int `json:"steps"`
 	// Until stops the run once the hitting time is within this relative
@@ -40,12 +46,17 @@ type Config struct {
 	// types (L_j^-, R_j^- of each branch and depth) whose desired backward
 	// move is also supervised (Appendix F, Figure 5 right).
 	SupervisedBackward float64 `json:"supervised_backward"`
-	// Patience (rlvr-exact) stops a run whose hitting time has not
-	// improved for this many steps (0: never). Sign descent with a fixed
-	// step can lock into a cycle that the paper's continuous sign flow does
-	// not have (W=15, K=30, L=5 at lr 0.01 does); the run then stops with
-	// ErrStalled. The cross-entropy trainers are convex and settle at the
-	// data's entropy, which is convergence, not a stall.
+	// Patience is how many steps a run may go without a new best (see
+	// progress: the lowest hitting time for the RL trainers, the closest
+	// to the limit for sft and distill, the least invalid mass for
+	// pretrain) before it acts (0: never): under lr_decay plateau it
+	// halves the rate, and once Halvings are spent, or without that
+	// schedule at once, it stops. Where it stops decides the reason: at
+	// the exact optimum of the setting (optimum), at a stationary point
+	// (stationary), for exact RLVR anywhere else a stall (ErrStalled: sign
+	// descent with a fixed step can lock into a cycle that the paper's
+	// continuous sign flow does not have, W=15, K=30, L=5 at lr 0.01
+	// does), for the other trainers a plateau.
 	Patience int `json:"patience"`
 	// Sampled RLVR (reinforce, ppo; the paper's PPO figure): each step
 	// samples Rollouts rollouts of the current policy with horizon
@@ -108,6 +119,12 @@ type Config struct {
 
 // Baselines lists the values of Config.Baseline.
 var Baselines = []string{"gae", "fork", "state-target", "state", "batch", "group"}
+
+// LRDecays lists the values of Config.LRDecay.
+var LRDecays = []string{"", "linear", "plateau"}
+
+// maxHalvings bounds Config.Halvings: 2^-50 of a rate is no rate.
+const maxHalvings = 50
 
 // LossAggs lists the values of Config.LossAgg.
 var LossAggs = []string{"token", "sequence", "constant"}
@@ -196,8 +213,11 @@ func (c Config) Validate() error {
 	if err := c.Optim.Validate(); err != nil {
 		return err
 	}
-	if c.LRDecay != "" && c.LRDecay != "linear" {
-		return fmt.Errorf("trainers: lr_decay %q: want \"\" (constant) or linear", c.LRDecay)
+	if !slices.Contains(LRDecays, c.LRDecay) {
+		return fmt.Errorf("trainers: lr_decay %q: want \"\" (constant), linear or plateau", c.LRDecay)
+	}
+	if c.Halvings < 0 || c.Halvings > 0 && c.LRDecay != "plateau" || c.Halvings > maxHalvings {
+		return fmt.Errorf("trainers: halvings %d: want 0..%d, and 0 unless lr_decay is plateau", c.Halvings, maxHalvings)
 	}
 	if c.Steps < 1 {
 		return fmt.Errorf("trainers: steps %d: want >= 1", c.Steps)
