@@ -60,7 +60,7 @@ func DefaultConfig() Config { return Defaults(trainers.BigramModel, trainers.RLV
 // Choice is what decides which of the configuration's fields apply to the
 // run (trainers.Fields).
 func (c Config) Choice() trainers.Choice {
-	ch := trainers.Choice{Model: c.Model, Trainer: c.Train.Trainer, Optimizer: c.Train.Optim.Name, Baseline: c.Train.Baseline}
+	ch := trainers.Choice{Model: c.Model, Trainer: c.Train.Trainer, Optimizer: c.Train.Optim.Name, Baseline: c.Train.Baseline, LRDecay: c.Train.LRDecay}
 	if c.Transformer != nil {
 		ch.Init = c.Transformer.Init
 	}

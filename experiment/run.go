@@ -290,7 +290,11 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 	if err := save(); err != nil {
 		return Summary{}, err
 	}
-	sum, err := summarize(cfg, tr, g, last, out, wall())
+	final, err := tr.Final(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum, err := summarize(cfg, tr, g, last, final, out, wall())
 	sum.Stalled = stalled
 	if err != nil {
 		return Summary{}, err
@@ -329,11 +333,14 @@ func newTrainer(cfg Config, g *tasks.Graph) (*trainers.Trainer, error) {
 	return tr, nil
 }
 
-// summarize builds summary.json from the last row.
-func summarize(cfg Config, tr *trainers.Trainer, g *tasks.Graph, last trainers.Row, out *folder, wall float64) (Summary, error) {
+// summarize builds summary.json from the last row and the final
+// measurement.
+func summarize(cfg Config, tr *trainers.Trainer, g *tasks.Graph, last trainers.Row, final trainers.Final, out *folder, wall float64) (Summary, error) {
+	bestStep, best, bestCI := tr.Best()
 	sum := Summary{
 		Model: cfg.Model, Trainer: cfg.Train.Trainer, Graph: g.Config.Name(), Out: cfg.Out,
-		InitialHittingTime: finite(out.initialHitting), FinalHittingTime: finite(last.HittingTime),
+		InitialHittingTime: finite(out.initialHitting), FinalHittingTime: finite(final.HittingTime), FinalStep: final.Step,
+		BestHittingTime: finite(best), BestStep: bestStep,
 		LimitHittingTime: finite(tr.Limit()), Steps: tr.Steps(), WallSeconds: wall, Theory: tr.Predictions(),
 		Converged: tr.Converged(last), StopReason: tr.Stop(), SampledTokens: last.Tokens, TrainedTokens: last.TrainedTokens,
 	}
@@ -341,8 +348,9 @@ func summarize(cfg Config, tr *trainers.Trainer, g *tasks.Graph, last trainers.R
 	case cfg.Train.Trainer.Dense():
 		sum.LimitHittingTime = nil
 		sum.InvalidMass, sum.BoundRatio = finite(last.InvalidMass), finite(last.MaxBoundRatio)
-	case last.Estimated:
-		sum.FinalCI95, sum.FinalSuccessRate = finite(last.HittingTimeCI95), &last.MCSuccessRate
+	case final.Estimated:
+		sum.FinalCI95, sum.FinalSuccessRate, sum.FinalRollouts = finite(final.CI95), &final.SuccessRate, final.Rollouts
+		sum.StopHittingTime, sum.StopCI95, sum.BestCI95 = finite(last.HittingTime), finite(last.HittingTimeCI95), finite(bestCI)
 	default:
 		sum.FinalABCD = &[4]*float64{finite(last.A), finite(last.B), finite(last.C), finite(last.D)}
 		c := last.Copies

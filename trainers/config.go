@@ -16,9 +16,15 @@ type Config struct {
 	// Trainer is the trainer kind (see Kind).
 	Trainer Kind           `json:"trainer"`
 	Optim   nn.OptimConfig `json:"optimizer"`
-	// LRDecay schedules the learning rate over the Steps: "" (constant) or
-	// "linear" (from the optimiser's lr down to lr/Steps at the last step).
+	// LRDecay schedules the learning rate: "" (constant), "linear" (from
+	// the optimiser's lr down to lr/Steps at the last step) or "plateau"
+	// (halved each time the run goes Patience steps without a new best,
+	// at most Halvings times; see progress).
 	LRDecay string `json:"lr_decay"`
+	// Halvings (lr_decay plateau) is how many times the learning rate may
+	// be halved before a run that still makes no progress stops (stop
+	// reason plateau).
+	Halvings int `json:"halvings"`
 	// Steps caps the number of optimiser steps (>= 1).
 	Steps int `json:"steps"`
 	// Until stops the run once the hitting time is within this relative
@@ -39,12 +45,17 @@ type Config struct {
 	// types (L_j^-, R_j^- of each branch and depth) whose desired backward
 	// move is also supervised (Appendix F, Figure 5 right).
 	SupervisedBackward float64 `json:"supervised_backward"`
-	// Patience (rlvr-exact) stops a run whose hitting time has not
-	// improved for this many steps (0: never). Sign descent with a fixed
-	// step can lock into a cycle that the paper's continuous sign flow does
-	// not have (W=15, K=30, L=5 at lr 0.01 does); the run then stops with
-	// ErrStalled. The cross-entropy trainers are convex and settle at the
-	// data's entropy, which is convergence, not a stall.
+	// Patience is how many steps a run may go without a new best (see
+	// progress: the lowest hitting time for the RL trainers, the closest
+	// to the limit for sft and distill, the least invalid mass for
+	// pretrain) before it acts (0: never): under lr_decay plateau it
+	// halves the rate, and once Halvings are spent, or without that
+	// schedule at once, it stops. Where it stops decides the reason: at
+	// the exact optimum of the setting (optimum), at a stationary point
+	// (stationary), for exact RLVR anywhere else a stall (ErrStalled: sign
+	// descent with a fixed step can lock into a cycle that the paper's
+	// continuous sign flow does not have, W=15, K=30, L=5 at lr 0.01
+	// does), for the other trainers a plateau.
 	Patience int `json:"patience"`
 	// Sampled RLVR (reinforce, ppo; the paper's PPO figure): each step
 	// samples Rollouts rollouts of the current policy with horizon
@@ -108,6 +119,12 @@ type Config struct {
 // Baselines lists the values of Config.Baseline.
 var Baselines = []string{"gae", "fork", "state-target", "state", "batch", "group"}
 
+// LRDecays lists the values of Config.LRDecay.
+var LRDecays = []string{"", "linear", "plateau"}
+
+// maxHalvings bounds Config.Halvings: 2^-50 of a rate is no rate.
+const maxHalvings = 50
+
 // LossAggs lists the values of Config.LossAgg.
 var LossAggs = []string{"token", "sequence", "constant"}
 
@@ -125,10 +142,7 @@ func DefaultConfig() Config { return Defaults(RLVRExact, BigramModel) }
 // file says which and why). Adding a field: the struct, one line here, one
 // line in Fields.
 func Defaults(k Kind, m Model) Config {
-	c := Config{Trainer: k, Optim: nn.DefaultOptimConfig(), Steps: 20000, Until: 1e-3, Seed: 1, LogEvery: 10}
-	if k.Stalls() {
-		c.Patience = 1000
-	}
+	c := Config{Trainer: k, Optim: nn.DefaultOptimConfig(), Steps: 20000, Until: 1e-3, Seed: 1, LogEvery: 10, Patience: 1000}
 	if k.Sampled() || m == TransformerModel { // the transformer's sft and distill: sequences per step
 		c.Rollouts = 256
 	}
@@ -184,7 +198,8 @@ func (c Config) Validate(m Model) error {
 		ok  bool
 		msg string
 	}{
-		{"train.lr_decay", c.LRDecay == "" || c.LRDecay == "linear", fmt.Sprintf("lr_decay %q: want \"\" (constant) or linear", c.LRDecay)},
+		{"train.lr_decay", slices.Contains(LRDecays, c.LRDecay), fmt.Sprintf("lr_decay %q: want \"\" (constant), linear or plateau", c.LRDecay)},
+		{"train.halvings", c.Halvings >= 0 && c.Halvings <= maxHalvings, fmt.Sprintf("halvings %d: want 0..%d", c.Halvings, maxHalvings)},
 		{"train.steps", c.Steps >= 1, fmt.Sprintf("steps %d: want >= 1", c.Steps)},
 		{"train.until", c.Until >= 0 && c.Until < 1, fmt.Sprintf("until %v: want a relative distance in [0, 1) (0: run all steps)", c.Until)},
 		{"train.max_tokens", c.MaxTokens >= 0, fmt.Sprintf("max_tokens %d: want >= 0 (0: no budget)", c.MaxTokens)},
@@ -207,7 +222,7 @@ func (c Config) Validate(m Model) error {
 		{"train.critic_rate", c.CriticRate > 0 && c.CriticRate <= 1, fmt.Sprintf("critic_rate %v: want in (0, 1]", c.CriticRate)},
 		{"train.distill_traces", c.DistillTraces >= 0, fmt.Sprintf("distill_traces %d: want >= 0 (0: the teacher's exact distribution)", c.DistillTraces)},
 	} {
-		if !f.ok && Applies(f.key, Choice{Model: m, Trainer: c.Trainer, Optimizer: c.Optim.Name, Baseline: c.Baseline}) {
+		if !f.ok && Applies(f.key, Choice{Model: m, Trainer: c.Trainer, Optimizer: c.Optim.Name, Baseline: c.Baseline, LRDecay: c.LRDecay}) {
 			return fmt.Errorf("trainers: %s", f.msg)
 		}
 	}

@@ -13,6 +13,7 @@ type Choice struct {
 	Trainer   Kind
 	Optimizer string // train.optimizer.name
 	Baseline  string // train.baseline
+	LRDecay   string // train.lr_decay
 	Init      string // transformer.init (the transformer only)
 }
 
@@ -26,6 +27,9 @@ func (c Choice) String() string {
 	}
 	if c.Trainer.Sampled() && c.Baseline != "" {
 		opts = append(opts, "baseline "+c.Baseline)
+	}
+	if c.LRDecay != "" {
+		opts = append(opts, "lr_decay "+c.LRDecay)
 	}
 	if c.Model == TransformerModel && c.Init != "" {
 		opts = append(opts, "init "+c.Init)
@@ -71,6 +75,8 @@ var Fields = []Field{
 	{"transformer.windows", onTransformer, isTransformer},
 	{"transformer.eval_rollouts", onTransformer, isTransformer},
 	{"transformer.eval_tokens", onTransformer, isTransformer},
+	{"transformer.final_rollouts", onTransformer, isTransformer},
+	{"transformer.final_tokens", onTransformer, isTransformer},
 	{"transformer.train_tokens", onTransformer, isTransformer},
 	{"transformer.table_tokens", "the transformer with init table, under " + kinds(Kind.Sampled),
 		func(c Choice) bool { return isTransformer(c) && c.Init == "table" && c.Trainer.Sampled() }},
@@ -82,13 +88,14 @@ var Fields = []Field{
 	{"train.optimizer.beta2", "optimizer adam", usesAdam},
 	{"train.optimizer.eps", "optimizer adam", usesAdam},
 	{"train.lr_decay", everyRun, every},
+	{"train.halvings", "lr_decay plateau", func(c Choice) bool { return c.LRDecay == "plateau" }},
 	{"train.steps", everyRun, every},
 	{"train.until", everyRun, every},
 	{"train.max_tokens", kinds(Kind.Sampled), isSampled},
 	{"train.seed", everyRun, every},
 	{"train.log_every", everyRun, every},
 	{"train.supervised_backward", "sft on the bigram", func(c Choice) bool { return c.Trainer.Supervises() && c.Model == BigramModel }},
-	{"train.patience", kinds(Kind.Stalls), func(c Choice) bool { return c.Trainer.Stalls() }},
+	{"train.patience", everyRun, every},
 	{"train.rollouts", kinds(Kind.Sampled) + "; on the transformer also sft and distill",
 		func(c Choice) bool { return c.Trainer.Sampled() || isTransformer(c) }},
 	{"train.beta", kinds(Kind.Sampled), isSampled},

@@ -40,6 +40,12 @@ type TransformerOptions struct {
 	// policy far from converged is measured with fewer rollouts and a wider
 	// interval (0: always EvalRollouts).
 	EvalTokens int `json:"eval_tokens"`
+	// FinalRollouts is the number of Monte Carlo rollouts of a measurement
+	// that decides the stop rule (when a periodic estimate passes it) and
+	// of the final value (Trainer.Final), each on rollouts of its own;
+	// FinalTokens bounds them as EvalTokens bounds the periodic ones.
+	FinalRollouts int `json:"final_rollouts"`
+	FinalTokens   int `json:"final_tokens"`
 	// TrainTokens bounds the trained positions of an update: when an
 	// epoch's windows hold more, each minibatch trains on a uniform random
 	// subset of its windows weighted by the inverse sampling rate, an
@@ -60,11 +66,13 @@ type TransformerOptions struct {
 // 8 tokens with learned positions, no prompt, windows of 56 trained
 // positions filled 256 at a time (the graph's speed needs rows by the
 // hundred: nn's BenchmarkTransformerTrain), 2000 evaluation rollouts
-// within 20M sampled tokens, a budget of 65,536 trained tokens per update,
-// and the table's rate for k's default optimiser (DefaultTableLR).
+// within 20M sampled tokens a row, 10,000 within 200M for a stop decision
+// and the final value, a budget of 65,536 trained tokens per update, and
+// the table's rate for k's default optimiser (DefaultTableLR).
 func DefaultTransformerOptions(k Kind) TransformerOptions {
 	return TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 64, Heads: 1, Context: 8, Positional: "learned"}, Stride: 56, Windows: 256,
-		EvalRollouts: 2000, EvalTokens: 20_000_000, TrainTokens: 1 << 16, TableLR: DefaultTableLR(Defaults(k, TransformerModel))}
+		EvalRollouts: 2000, EvalTokens: 20_000_000, FinalRollouts: 10000, FinalTokens: 200_000_000, TrainTokens: 1 << 16,
+		TableLR: DefaultTableLR(Defaults(k, TransformerModel))}
 }
 
 // DefaultTableLR is the logit table's default rate (TableLR) under cfg:
@@ -117,6 +125,12 @@ func (o TransformerOptions) Validate() error {
 	}
 	if o.EvalTokens < 0 {
 		return fmt.Errorf("trainers: transformer eval_tokens %d: want >= 0 (0: no bound)", o.EvalTokens)
+	}
+	if o.FinalRollouts < 2 {
+		return fmt.Errorf("trainers: transformer final_rollouts %d: want >= 2", o.FinalRollouts)
+	}
+	if o.FinalTokens < 0 {
+		return fmt.Errorf("trainers: transformer final_tokens %d: want >= 0 (0: no bound)", o.FinalTokens)
 	}
 	if o.TrainTokens < 0 {
 		return fmt.Errorf("trainers: transformer train_tokens %d: want >= 0 (0: train every sampled token)", o.TrainTokens)

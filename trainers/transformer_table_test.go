@@ -29,7 +29,7 @@ func newTableFixture(t *testing.T, tableTokens int) *tableFixture {
 	cfg := Defaults(Reinforce, TransformerModel)
 	cfg.Optim = nn.OptimConfig{Name: "sgd", LR: 1}
 	opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 8, Heads: 1, Context: 3, Positional: "learned"},
-		TableLR: 1, Stride: 4, Windows: 8, EvalRollouts: 2, TableTokens: tableTokens}
+		TableLR: 1, Stride: 4, Windows: 8, EvalRollouts: 2, FinalRollouts: 2, TableTokens: tableTokens}
 	tr := newTrainer(t, cfg, opts, g, nil)
 	tf := tr.l.(*transformer)
 	rng := rand.New(rand.NewPCG(5, 6))

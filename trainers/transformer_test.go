@@ -80,7 +80,7 @@ func TestTransformerWindowsGradient(t *testing.T) {
 		prompt := tc.prompt
 		cfg := Defaults(SFT, TransformerModel)
 		cfg.Optim = nn.OptimConfig{Name: "sgd", LR: 0.5}
-		opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: tc.init, Heads: 1, Context: 3, Positional: "learned", Prompt: prompt}, Stride: 5, Windows: 4, EvalRollouts: 2}
+		opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: tc.init, Heads: 1, Context: 3, Positional: "learned", Prompt: prompt}, Stride: 5, Windows: 4, EvalRollouts: 2, FinalRollouts: 2}
 		if tc.init == "table" {
 			opts.Dim, opts.TableLR = 8, cfg.Optim.LR
 		}
@@ -264,7 +264,7 @@ func TestSubsampledGradientIsUnbiased(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
 	cfg := Defaults(SFT, TransformerModel)
 	cfg.Optim = nn.OptimConfig{Name: "sgd", LR: 1}
-	opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 8, Heads: 1, Context: 3, Positional: "learned"}, Stride: 4, Windows: 8, EvalRollouts: 2, TableLR: 1}
+	opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 8, Heads: 1, Context: 3, Positional: "learned"}, Stride: 4, Windows: 8, EvalRollouts: 2, FinalRollouts: 2, TableLR: 1}
 	tr := newTrainer(t, cfg, opts, g, nil)
 	tf := tr.l.(*transformer)
 	b, err := eval.AgentRollouts(context.Background(), g, tf.newAgent(), 12, 80, 3)

@@ -53,7 +53,7 @@ func oneLine(errs string) bool {
 func contextFor(t *testing.T, name, path string) []string {
 	t.Helper()
 	runs := [][]string{
-		{}, {"-trainer", "sft"}, {"-trainer", "distill", "-teacher", "rlvr-limit"}, {"-trainer", "reinforce", "-rollouts", "16"},
+		{}, {"-lr-decay", "plateau"}, {"-trainer", "sft"}, {"-trainer", "distill", "-teacher", "rlvr-limit"}, {"-trainer", "reinforce", "-rollouts", "16"},
 		{"-trainer", "ppo", "-rollouts", "16"}, {"-trainer", "grpo", "-rollouts", "16"}, {"-trainer", "ppo", "-rollouts", "16", "-baseline", "gae"},
 		{"-model", "transformer", "-trainer", "ppo", "-rollouts", "16", "-dim", "4", "-context", "2", "-stride", "4", "-windows", "2", "-eval-rollouts", "4"},
 	}
@@ -234,8 +234,8 @@ func TestNotApplicableNeverRecorded(t *testing.T) {
 		args       []string
 		want, none []string
 	}{
-		{[]string{"-trainer", "sft"}, []string{"train.supervised_backward", "train.optimizer.lr"},
-			[]string{"train.epochs", "train.rollouts", "train.patience", "train.optimizer.beta1", "train.train_source", "transformer", "teacher"}},
+		{[]string{"-trainer", "sft"}, []string{"train.supervised_backward", "train.optimizer.lr", "train.patience", "train.lr_decay"},
+			[]string{"train.epochs", "train.rollouts", "train.halvings", "train.optimizer.beta1", "train.train_source", "transformer", "teacher"}},
 		{[]string{"-trainer", "ppo"}, []string{"train.kl_coef", "train.entropy_coef", "train.optimizer.beta2", "train.train_source"},
 			[]string{"train.group_size", "train.loss_agg", "train.lambda", "train.distill_traces", "train.supervised_backward"}},
 		{[]string{"-model", "transformer", "-trainer", "sft", "-dim", "4", "-windows", "2", "-eval-rollouts", "4"}, []string{"train.rollouts", "transformer.table_lr"},

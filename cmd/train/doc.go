@@ -81,13 +81,16 @@
 //	-seed N                seed of every random choice (default 1)
 //	-max-tokens N          sampled trainers: stop once N tokens have been sampled,
 //	                       stop_reason tokens (default 0: no budget)
-//	-patience N            rlvr-exact: stop when the hitting time has not improved for N steps
+//	-patience N            steps without a new best (the lowest hitting time for the
+//	                       RL trainers, the closest to the limit for sft and
+//	                       distill, the least invalid mass for pretrain) before
+//	                       the run halves its rate (-lr-decay plateau) or stops
 //	                       (default 1000; 0: never). At the exact optimum of the
 //	                       setting that is success (stop_reason optimum), at another
-//	                       stationary point too (stationary); elsewhere it is a
-//	                       stall, exit 1: sign descent at a fixed lr can lock into a
-//	                       cycle (W=15, K=30, L=5 at lr 0.01 does; lr 0.001
-//	                       converges)
+//	                       stationary point too (stationary); elsewhere exact
+//	                       RLVR's is a stall, exit 1 (sign descent at a fixed lr
+//	                       can lock into a cycle: W=15, K=30, L=5 at lr 0.01 does;
+//	                       lr 0.001 converges), the others' a plateau
 //	-log-every N           metrics row every N steps (default 10)
 //	-supervised-backward P sft on the bigram: also supervise a fraction P of
 //	                       backward states
@@ -130,7 +133,9 @@
 //	-epochs N, -minibatches M, -clip E
 //	                       ppo, grpo, rloo, dr-grpo: passes, minibatches per pass,
 //	                       ratio clip (2, 2, 0.2)
-//	-lr-decay linear       decay the learning rate linearly over -steps
+//	-lr-decay NAME         linear (the learning rate decays linearly over -steps) or
+//	                       plateau (halved after -patience steps without a new
+//	                       best, -halvings N times at most, then the run stops)
 //	-kl-coef X, -entropy-coef X
 //	                       ppo: KL penalty to the starting policy, entropy bonus;
 //	                       grpo, rloo, dr-grpo: the k3 estimate of that KL on the
@@ -219,8 +224,8 @@
 //	    transformer.init (-init-mode), transformer.stride (-stride),
 //	    transformer.windows (-windows),
 //	    transformer.eval_rollouts (-eval-rollouts),
-//	    transformer.eval_tokens (-eval-tokens),
-//	    transformer.train_tokens (-train-tokens)
+//	    transformer.eval_tokens (-eval-tokens), transformer.final_rollouts,
+//	    transformer.final_tokens, transformer.train_tokens (-train-tokens)
 //	the transformer with init table:
 //	    transformer.table_lr (-table-lr)
 //	the transformer with init table, under reinforce, ppo, grpo, rloo, dr-grpo:
@@ -229,13 +234,13 @@
 //	    init (-init)
 //	optimizer adam:
 //	    train.optimizer.beta1, train.optimizer.beta2, train.optimizer.eps
+//	lr_decay plateau:
+//	    train.halvings (-halvings)
 //	reinforce, ppo, grpo, rloo, dr-grpo:
 //	    train.max_tokens (-max-tokens), train.beta (-beta),
 //	    train.horizon_factor (-horizon-factor), train.baseline (-baseline)
 //	sft on the bigram:
 //	    train.supervised_backward (-supervised-backward)
-//	rlvr-exact:
-//	    train.patience (-patience)
 //	reinforce, ppo, grpo, rloo, dr-grpo; on the transformer also sft and distill:
 //	    train.rollouts (-rollouts)
 //	ppo, grpo, rloo, dr-grpo:
