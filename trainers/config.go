@@ -82,8 +82,8 @@ type Config struct {
 	// number of rollouts times the step's horizon, a normaliser that does
 	// not depend on the lengths: TRL's "dr_grpo"). With KLCoef > 0 the
 	// group-relative trainers add the k3 estimate of KL(pi || pi_start) on
-	// each sampled token, aggregated the same way. Both fields are unset
-	// (0, "") for the other trainers.
+	// each sampled token, aggregated the same way. Neither applies to the
+	// other trainers (reinforce and ppo aggregate per token).
 	GroupSize int    `json:"group_size"`
 	LossAgg   string `json:"loss_agg"`
 	// Baseline is subtracted from each token's return to go: "state-target"
@@ -107,12 +107,14 @@ type Config struct {
 	// DistillTraces (distill) is the number of teacher rollouts sampled once
 	// as the training set; 0 trains on the teacher's exact distribution.
 	DistillTraces int `json:"distill_traces"`
-	// TrainSource trains the source row s0 -> f; by default it stays
-	// uniform like the fork-incoming rows (the paper fixes those and treats
-	// every state whose head is the fork alike; the source row is the one
-	// choice it leaves open). Every trainer and model honours it, and the
-	// RLVR trainers converge to the optimum of the setting
-	// (eval.Optimum).
+	// TrainSource (the RL trainers and distill) trains the source row
+	// s0 -> f; by default it stays uniform like the fork-incoming rows (the
+	// paper fixes those and treats every state whose head is the fork
+	// alike; the source row is the one choice it leaves open). Both models
+	// honour it, and the RLVR trainers converge to the optimum of the
+	// setting (eval.Optimum). sft and pretrain do not take it: their data
+	// (golden paths, world-model pairs) is uniform over the branch
+	// entries, so training the row would only pull it back to uniform.
 	TrainSource bool `json:"train_source"`
 }
 

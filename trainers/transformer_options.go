@@ -141,10 +141,11 @@ func (o TransformerOptions) Validate() error {
 	return nil
 }
 
-// divisors lists the divisors of n, for messages (at most a dozen).
+// divisors lists the smallest divisors of n, for messages (at most a
+// dozen, searched up to a million: a huge prime width took minutes).
 func divisors(n int) string {
 	var ds []string
-	for d := 1; d <= n && len(ds) < 12; d++ {
+	for d := 1; d <= min(n, 1<<20) && len(ds) < 12; d++ {
 		if n%d == 0 {
 			ds = append(ds, fmt.Sprint(d))
 		}

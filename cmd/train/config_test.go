@@ -387,3 +387,24 @@ func TestManualListsWhichFieldsApply(t *testing.T) {
 	}
 	t.Errorf("manual.txt's table of fields differs from trainers.Fields (go test -run TestManualListsWhichFieldsApply -update); want:\n%s", want)
 }
+
+// TestHugeValuesRefused: values too large for the run are refused at once
+// with one line, before any work: a prime width with two heads (its
+// divisors were searched one by one), a window of 2^63-1 positions (its
+// memory estimate wrapped negative), teacher traces beyond the budget.
+func TestHugeValuesRefused(t *testing.T) {
+	tf := []string{"-model", "transformer", "-trainer", "ppo", "-W", "2", "-K", "2", "-L", "2"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append(tf, "-dim", "2305843009213693951", "-heads", "2"), "heads can be 1"},
+		{append(tf, "-stride", "9223372036854775807"), "GiB"},
+		{[]string{"-trainer", "distill", "-teacher", "rlvr-limit", "-W", "2", "-K", "2", "-L", "2", "-distill-traces", "9223372036854775807"}, "distill_traces 9223372036854775807"},
+	} {
+		code, _, errs := runCLI(t, append(append([]string{"run"}, tc.args...), "-out", filepath.Join(t.TempDir(), "out"))...)
+		if code != 2 || !oneLine(errs) || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line with %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
