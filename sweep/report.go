@@ -136,9 +136,9 @@ func nanToInf(x float64) float64 {
 	return x
 }
 
-// stops prints the stop reasons' counts, most frequent first: "until 3,
+// StopsString prints the stop reasons' counts, most frequent first: "until 3,
 // plateau 1".
-func (g *Group) stops() string {
+func (g *Group) StopsString() string {
 	reasons := make([]string, 0, len(g.Stops))
 	for r := range g.Stops {
 		reasons = append(reasons, r)
@@ -260,7 +260,7 @@ func writeSummaryCSV(b *bytes.Buffer, groups []*Group, label []string) error {
 		for _, e := range []Estimate{g.Steps, g.Wall, g.Success} {
 			rec = append(rec, experiment.FormatExact(e.Mean), experiment.FormatExact(e.CI95))
 		}
-		rec = append(rec, g.stops(), experiment.FormatExact(g.Tokens.Mean), experiment.FormatExact(g.Tokens.CI95), experiment.FormatExact(g.AboveBest))
+		rec = append(rec, g.StopsString(), experiment.FormatExact(g.Tokens.Mean), experiment.FormatExact(g.Tokens.CI95), experiment.FormatExact(g.AboveBest))
 		w.Write(rec)
 	}
 	w.Flush()
@@ -302,7 +302,7 @@ func (c *Collection) writeMarkdown(b *bytes.Buffer, groups []*Group, label []str
 			above = fmt.Sprintf("%.2g%%", 100*g.AboveBest)
 		}
 		cells = append(cells, seeds, est(g.Final), limit, fmt.Sprintf("%d/%d", g.Reached, g.Counted),
-			est(g.Steps), est(g.Wall), est(g.Success), g.stops(), est(g.Tokens), above)
+			est(g.Steps), est(g.Wall), est(g.Success), g.StopsString(), est(g.Tokens), above)
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
 	if p := c.Problems(); len(p) > 0 {

@@ -52,7 +52,7 @@ func TestGroupStopsAndBest(t *testing.T) {
 		t.Fatalf("%d groups, want 1", len(groups))
 	}
 	g := groups[0]
-	if got := g.stops(); got != "until 2, plateau 1" {
+	if got := g.StopsString(); got != "until 2, plateau 1" {
 		t.Errorf("stops %q, want %q", got, "until 2, plateau 1")
 	}
 	if want := 103.0/102 - 1; math.Abs(g.AboveBest-want) > 1e-15 {

@@ -24,8 +24,10 @@ func init() {
 			switch k {
 			case PPO:
 				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+				d.Baseline = "fork"
 			case Reinforce:
 				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+				d.Baseline = "fork"
 			case GRPO, RLOO, DrGRPO:
 				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 			}

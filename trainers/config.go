@@ -150,6 +150,11 @@ func Defaults(k Kind, m Model) Config {
 	}
 	if k.Sampled() {
 		c.Beta, c.HorizonFactor, c.Baseline = 3e-4, 2, "state"
+		// Sampled updates are noisy: within 1% of the optimum (the exact
+		// hitting time resolves any distance, the updates' noise does
+		// not), and a rate halved after 200 steps without a new best, three
+		// times, before the run stops with its best parameters.
+		c.Until, c.LRDecay, c.Patience, c.Halvings = 0.01, "plateau", 200, 3
 	}
 	if ownBaseline(k) {
 		c.Lambda, c.CriticRate, c.NormalizeAdvantages = 0.95, 0.5, true

@@ -20,3 +20,18 @@ var CompareLearners []byte
 //
 //go:embed compare-learners-paper.json
 var CompareLearnersPaper []byte
+
+// Defaults is defaults.json: every trainer on both learners at W=K=5,
+// L=3, 3 seeds, over a grid of rates around each default (and the
+// bigram's baselines, the transformer's table rate under PPO): the sweep
+// behind the defaults (train reproduce defaults).
+//
+//go:embed defaults.json
+var Defaults []byte
+
+// DefaultsPaper is defaults-paper.json: the bigram's sampled trainers and
+// the transformer's PPO at the paper's size, 3 seeds, each run with a
+// budget of sampled tokens, over a grid of three rates.
+//
+//go:embed defaults-paper.json
+var DefaultsPaper []byte
