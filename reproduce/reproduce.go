@@ -241,6 +241,7 @@ var docFigures = map[string][][2]string{
 	"fig7-transformer": {{"hitting_time.png", "fig7-transformer.png"}},
 	"fig8-hetero":      {{"hitting_time.png", "fig8-hetero.png"}},
 	compareLearners:    {{"hitting_time-*.png", "compare-learners-*.png"}},
+	defaultsStudy:      {{"defaults-paper/hitting_time-W15K15L5.png", "defaults-paper.png"}},
 	rlvrAlgorithms:     {{"hitting_time_*.png", "rlvr-algorithms-*.png"}},
 }
 

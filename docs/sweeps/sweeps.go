@@ -15,8 +15,9 @@ var CompareLearners []byte
 
 // CompareLearnersPaper is compare-learners-paper.json: the same comparison
 // at the paper's size, W=K=15, L=5, 5 seeds. Its PPO runs are
-// fig7-transformer's configuration (until within 5% of the limit, at most
-// 3000 steps); GRPO, SFT and distillation keep the small graphs' budgets.
+// fig7-transformer's configuration (the same PPO for both learners, a
+// budget of 2G sampled tokens each, no stop rule); GRPO, SFT and
+// distillation keep the small graphs' budgets.
 //
 //go:embed compare-learners-paper.json
 var CompareLearnersPaper []byte
