@@ -19,7 +19,7 @@ import (
 // small windows.
 func opsTwins(t *testing.T, g *tasks.Graph, cfg Config, teacher []float64) (fused, stock *Trainer) {
 	t.Helper()
-	opts := DefaultTransformerOptions()
+	opts := DefaultTransformerOptions(cfg.Trainer)
 	opts.Dim, opts.Heads, opts.Context, opts.Stride, opts.Windows, opts.EvalRollouts = 8, 2, 4, 16, 128, 50
 	opts.LayerNorm, opts.Prompt = true, true
 	build := func(o nn.Ops) *Trainer {
@@ -90,8 +90,11 @@ func TestStockMatchesFusedStep(t *testing.T) {
 		teacher := eval.PolicyRLVRLimit(g)
 		for _, k := range []Kind{PPO, SFT, Distill} {
 			t.Run(fmt.Sprintf("%s/%s", g.Config.Name(), k), func(t *testing.T) {
-				cfg := DefaultConfig()
-				cfg.Trainer, cfg.Rollouts, cfg.Epochs, cfg.Minibatches = k, 12, 1, 1
+				cfg := Defaults(k, TransformerModel)
+				cfg.Rollouts = 12
+				if k == PPO {
+					cfg.Epochs, cfg.Minibatches = 1, 1
+				}
 				if k != PPO {
 					cfg.Optim = solvers.Config{Name: "adam", LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 				}
@@ -137,8 +140,8 @@ func TestStockMatchesFusedStep(t *testing.T) {
 // the objective, the sampled and trained tokens and the batch statistics.
 func TestStockRunMatchesFused(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
-	cfg := DefaultConfig()
-	cfg.Trainer, cfg.Rollouts, cfg.Steps, cfg.Until, cfg.LogEvery = PPO, 8, 20, 0, 1
+	cfg := Defaults(PPO, TransformerModel)
+	cfg.Rollouts, cfg.Steps, cfg.Until, cfg.LogEvery = 8, 20, 0, 1
 	fused, stock := opsTwins(t, g, cfg, nil)
 	rows := func(tr *Trainer) []Row {
 		var out []Row

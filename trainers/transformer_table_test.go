@@ -32,10 +32,10 @@ func newTableFixture(t *testing.T, tableTokens int) *tableFixture {
 func newTableFixtureOf(t *testing.T, k Kind, tableTokens int) *tableFixture {
 	t.Helper()
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
-	cfg := DefaultConfig()
-	cfg.Trainer, cfg.Optim = k, solvers.Config{Name: "sgd", LR: 1}
-	opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 8, Heads: 1, Context: 3, Positional: "learned"},
-		TableLR: 1, Stride: 4, Windows: 8, EvalRollouts: 2, TableTokens: tableTokens}
+	cfg := Defaults(k, TransformerModel)
+	cfg.Optim = solvers.Config{Name: "sgd", LR: 1}
+	opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 8, Heads: 1, Context: 3, Positional: "learned"}, Ops: nn.Fused,
+		TableLR: 1, Stride: 4, Windows: 8, EvalRollouts: 2, FinalRollouts: 2, TableTokens: tableTokens}
 	tr := newTrainer(t, cfg, opts, g, nil)
 	tf := tr.l.(*transformer)
 	rng := rand.New(rand.NewPCG(5, 6))
