@@ -101,7 +101,7 @@ func crossEntropy(pairs, probs []float64) float64 {
 // them since the loss was built).
 func (b *bigramStep) crossEntropyStep(context.Context) error { return b.runStep(b.in) }
 
-func (b *bigramStep) solver() solvers.Solver       { return b.solv }
+func (b *bigramStep) solver() solvers.Solver  { return b.solv }
 func (b *bigramStep) vocab() *tokenizer.Vocab { return tokenizer.New(b.t.g) }
 func (b *bigramStep) close() error            { return b.step.Close() }
 
