@@ -74,10 +74,11 @@ func TestChoiceOrder(t *testing.T) {
 		return g
 	}
 	all3cheap, all3dear, two, twoWorse := group(100, 100, 100, 100), group(200, 99.5, 99.5, 99.5), group(50, 100, 100, 102), group(50, 100, 100, 104)
+	oneLucky, noneCloser := group(50, 100, 104, 104), group(50, 101.5, 101.5, 101.5) // 1 of 3 met the rule, 0 of 3 but closer
 	for _, c := range []struct {
 		a, b *sweep.Group
 		want bool
-	}{{all3cheap, all3dear, true}, {all3dear, all3cheap, false}, {all3dear, two, true}, {two, twoWorse, true}, {twoWorse, two, false}} {
+	}{{all3cheap, all3dear, true}, {all3dear, all3cheap, false}, {all3dear, two, true}, {two, twoWorse, true}, {twoWorse, two, false}, {noneCloser, oneLucky, true}} {
 		if got := better(c.a, c.b); got != c.want {
 			t.Errorf("better(%v, %v) = %v, want %v", c.a.Runs[0].Summary.SampledTokens, c.b.Runs[0].Summary.SampledTokens, got, c.want)
 		}

@@ -239,10 +239,11 @@ func (t *Trainer) Converged(r Row) bool { return t.converged(r) }
 // converged is the stop rule of Config.Until: within Until of the limit,
 // or for pretraining a mass on invalid transitions below Until. A Monte
 // Carlo estimate (a transformer) counts once every evaluation rollout hits
-// and its whole 95% interval lies at most Until above the limit; there is
-// no lower bound: a policy that remembers its rollout can beat the
-// bigram's optimum (it turns back on re-entering a branch it has
-// searched). Run decides on a confirmation measured afresh when a
+// and its whole 95% interval lies at most Until above the limit; for the
+// RL trainers there is no lower bound (a policy that remembers its rollout
+// can beat the bigram's optimum: it turns back on re-entering a branch it
+// has searched), for sft and distill the interval lies within Until of
+// the limit on both sides. Run decides on a confirmation measured afresh when a
 // periodic estimate passes (confirm), so a lucky estimate does not stop
 // the run.
 func (t *Trainer) converged(r Row) bool {
@@ -256,8 +257,10 @@ func (t *Trainer) converged(r Row) bool {
 		return r.InvalidMass <= until
 	case t.limit <= 0:
 		return false
-	case r.Estimated:
+	case r.Estimated && t.cfg.Trainer.RL():
 		return r.MCSuccessRate == 1 && r.HittingTime+r.HittingTimeCI95 <= (1+until)*t.limit
+	case r.Estimated: // sft and distill go to their limit from either side
+		return r.MCSuccessRate == 1 && r.HittingTime+r.HittingTimeCI95 <= (1+until)*t.limit && r.HittingTime-r.HittingTimeCI95 >= (1-until)*t.limit
 	}
 	return math.Abs(r.HittingTime-t.limit) <= until*t.limit
 }

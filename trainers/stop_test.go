@@ -112,3 +112,29 @@ func TestPlateauHalvesThenEndsAtBest(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimatedStopRule: a Monte Carlo row meets the stop rule when every
+// rollout hit and its whole interval is within until of the limit: for the
+// RL trainers only from above (a transformer can beat the bigram's
+// optimum), for sft and distill on both sides (a transformer's SFT starts
+// far below its exponential limit: it must not stop there).
+func TestEstimatedStopRule(t *testing.T) {
+	row := func(h, ci, success float64) Row {
+		return Row{HittingTime: h, HittingTimeCI95: ci, MCSuccessRate: success, Estimated: true}
+	}
+	for _, c := range []struct {
+		k    Kind
+		r    Row
+		want bool
+	}{
+		{PPO, row(103, 1.9, 1), true}, {PPO, row(103, 2.1, 1), false}, {PPO, row(80, 2, 1), true}, {PPO, row(100, 1, 0.99), false},
+		{SFT, row(103, 1.9, 1), true}, {SFT, row(80, 2, 1), false}, {SFT, row(97, 1.9, 1), true}, {SFT, row(97, 2.1, 1), false},
+		{Distill, row(1.445, 0.06, 1), false},
+	} {
+		tr := &Trainer{cfg: Defaults(c.k, TransformerModel), limit: 100}
+		tr.cfg.Until = 0.05
+		if got := tr.converged(c.r); got != c.want {
+			t.Errorf("%s, %.4g ± %.3g (success %v): converged %v, want %v", c.k, c.r.HittingTime, c.r.HittingTimeCI95, c.r.MCSuccessRate, got, c.want)
+		}
+	}
+}
