@@ -47,6 +47,9 @@
 //	                       with 95% intervals over seeds, and figures
 //	(reproduce, sweep and aggregate take their arguments and flags in any order)
 //	train help             this text
+//	train -cpuprofile FILE [COMMAND ...]
+//	                       any of the above (none: the headline experiment) with
+//	                       its CPU profile written to FILE (go tool pprof FILE)
 //
 // graph flags (run and eval):
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 )
 
 // usageError marks bad input: the command exits 2 after a one-line message.
@@ -52,6 +53,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 var errHelp = errors.New("help shown")
 
 func dispatch(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "-cpuprofile" || args[0] == "--cpuprofile") {
+		if len(args) < 2 {
+			return usagef("-cpuprofile: want a file name")
+		}
+		return profiled(args[1], args[2:], stdout, stderr)
+	}
 	if len(args) == 0 {
 		return runDefault(stdout, stderr)
 	}
@@ -75,4 +82,23 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	return usagef("unknown subcommand %q: want run, eval, sample, export, reproduce, sweep, aggregate or help (no arguments runs the paper's headline experiment)", args[0])
+}
+
+// profiled runs the command in args (none: the headline experiment) with a
+// CPU profile written to file, for go tool pprof.
+func profiled(file string, args []string, stdout, stderr io.Writer) (err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return usagef("-cpuprofile: %v", err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("-cpuprofile: %w", cerr)
+		}
+	}()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return fmt.Errorf("-cpuprofile: %w", err)
+	}
+	defer pprof.StopCPUProfile()
+	return dispatch(args, stdout, stderr)
 }
