@@ -35,6 +35,7 @@ func (r ABCDRow) MarshalJSON() ([]byte, error) {
 // visits reads NaN; encoding/json refuses NaN, so callers that write JSON
 // must map it.
 func (r *Analysis) VisitABCD() (rows, depths []ABCDRow, mean ABCDRow) {
+	r.solveVisits()
 	g := r.a.g
 	W := g.W()
 	var total, totalMass [4]float64
@@ -42,15 +43,23 @@ func (r *Analysis) VisitABCD() (rows, depths []ABCDRow, mean ABCDRow) {
 	for i, b := range g.Branches {
 		weight := make([][4]float64, b.Depth())
 		part := make([]ABCDRow, b.Depth())
+		// sum_m d_m(s) = (sum_{m != j} N_m(j)) nt(s) + N_j(j) t(s) on branch j
+		// (D), unless s hits j.
+		off, on := 0.0, r.Entries[i][i]
+		for m := range W {
+			if m != i {
+				off += r.Entries[m][i]
+			}
+		}
 		for s := b.Start[0]; s < b.LeafIn()+2; s++ {
 			st := g.States[s]
 			k, ok := abcdKind(st.Class)
 			if !ok {
 				continue
 			}
-			v := 0.0
-			for m := 1; m <= W; m++ {
-				v += r.D(m, s)
+			v := off * r.a.ntVisits[s]
+			if !g.Hits(s, i+1) {
+				v += on * r.a.tVisits[s]
 			}
 			v /= float64(W)
 			wm := v * desiredMass(g, r.probs, s)

@@ -30,6 +30,7 @@ func (r *Analysis) CostWeights() []float64 {
 		c[i] = 0
 	}
 	inv := 1 / float64(W)
+	ntTime, tTime, tReturn := an.nt[colTime], an.t[colTime], an.t[colReturn]
 	// Source row: d_x(s0 -> f) = 1 for every target.
 	for n, a := range g.Row(0) {
 		sum := 0.0
@@ -56,8 +57,8 @@ func (r *Analysis) CostWeights() []float64 {
 			vNT, vT := an.ntVisits[s]*inv, an.tVisits[s]*onTarget*inv
 			for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {
 				a := g.Next[i]
-				c[i] = vNT*(entries*an.nt[colTime][a]+entriesFork) +
-					vT*(an.t[colTime][a]+an.t[colReturn][a]*hf)
+				c[i] = vNT*(entries*ntTime[a]+entriesFork) +
+					vT*(tTime[a]+tReturn[a]*hf)
 			}
 		}
 	}

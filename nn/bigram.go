@@ -51,10 +51,11 @@ type Bigram struct {
 	logits  []float64 // len NNZ: frozen rows are read here, trainable ones from Theta
 	entries []int     // len P: support entry of each parameter
 	offsets []int     // row starts of the trainable rows inside Theta
+	runs    []run     // the trainable entries as runs of consecutive entries
 
 	g     *G.ExprGraph
 	theta *G.Node // (P) learnable logits
-	logp  *G.Node // (P) log pi(a|s) of the trainable entries
+	logp  *G.Node // (P) log pi(a|s) of the trainable entries, built by the first LogProbs
 }
 
 // NewBigram builds a bigram with the given logits, one per support entry in
@@ -88,6 +89,13 @@ func NewBigram(cfg BigramConfig, logits []float64) (b *Bigram, err error) {
 	if p == 0 {
 		return nil, fmt.Errorf("nn: bigram: every row is frozen: want at least one trainable row")
 	}
+	for i, e := range b.entries {
+		if k := len(b.runs) - 1; k >= 0 && b.runs[k].entry+b.runs[k].n == e {
+			b.runs[k].n++
+		} else {
+			b.runs = append(b.runs, run{entry: e, param: i, n: 1})
+		}
+	}
 
 	theta := make([]float64, p)
 	for i, e := range b.entries {
@@ -96,9 +104,6 @@ func NewBigram(cfg BigramConfig, logits []float64) (b *Bigram, err error) {
 	b.g = G.NewGraph()
 	b.theta = G.NewVector(b.g, G.Float64, G.WithShape(p), G.WithName("theta"),
 		G.WithValue(tensor.New(tensor.WithShape(p), tensor.WithBacking(theta)))) // (P)
-	if b.logp, err = ops.SegmentLogSoftmax(b.theta, b.offsets); err != nil { // (P) -> (P)
-		return nil, fmt.Errorf("nn: bigram: %w", err)
-	}
 	return b, nil
 }
 
@@ -130,7 +135,15 @@ func (b *Bigram) Learnables() G.Nodes { return G.Nodes{b.theta} }
 // in the order of TrainableEntries. To see its values, G.Read it before
 // compiling: after a run its Value() can hold a later op's result (in the
 // ExpectedCost graph, exp is computed in place over it).
-func (b *Bigram) LogProbs() *G.Node { return b.logp }
+//
+// The node is built by the first call: a tape machine runs every node of
+// its graph, and WeightedLogLik does not need it.
+func (b *Bigram) LogProbs() *G.Node {
+	if b.logp == nil {
+		b.logp = G.Must(ops.SegmentLogSoftmax(b.theta, b.offsets)) // (P) -> (P); the offsets were checked by NewBigram
+	}
+	return b.logp
+}
 
 // NumParams returns P, the number of trainable entries.
 func (b *Bigram) NumParams() int { return len(b.entries) }
@@ -144,12 +157,43 @@ func (b *Bigram) thetaData() []float64 { return b.theta.Value().Data().([]float6
 
 // Logits returns a copy of the full logit table, one per support entry
 // (len NNZ), frozen rows included.
-func (b *Bigram) Logits() []float64 {
-	out := append([]float64(nil), b.logits...)
-	for i, v := range b.thetaData() {
-		out[b.entries[i]] = v
+func (b *Bigram) Logits() []float64 { return b.LogitsInto(nil) }
+
+// LogitsInto writes the full logit table into dst's memory when it holds
+// NNZ values (a new slice otherwise) and returns it.
+func (b *Bigram) LogitsInto(dst []float64) []float64 {
+	if cap(dst) < len(b.logits) {
+		dst = make([]float64, len(b.logits))
 	}
-	return out
+	dst = dst[:len(b.logits)]
+	theta, at := b.thetaData(), 0 // the frozen entries before at are copied
+	for _, r := range b.runs {
+		copy(dst[at:r.entry], b.logits[at:r.entry])
+		copy(dst[r.entry:r.entry+r.n], theta[r.param:r.param+r.n])
+		at = r.entry + r.n
+	}
+	copy(dst[at:], b.logits[at:])
+	return dst
+}
+
+// run is a run of n consecutive support entries from entry whose logits
+// are the parameters from param on.
+type run struct{ entry, param, n int }
+
+// CheckFinite returns an error naming the first parameter that is NaN or
+// infinite, nil when every one is finite (frozen rows are checked when
+// they are set).
+func (b *Bigram) CheckFinite() error {
+	theta := b.thetaData()
+	if sq := kernels.SumSquares(theta); !math.IsNaN(sq) && !math.IsInf(sq, 0) {
+		return nil // a NaN or infinite entry would make the sum one
+	}
+	for i, v := range theta {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("nn: bigram: parameter theta[%d] is %v", i, v)
+		}
+	}
+	return nil
 }
 
 // SetLogits replaces the full logit table (len NNZ, finite), frozen rows
@@ -170,12 +214,13 @@ func (b *Bigram) SetLogits(logits []float64) error {
 // Probs returns the full transition table pi(a|s), one per support entry
 // (len NNZ), computed in plain Go from the current logits with the same
 // stable row-wise softmax as the graph.
-func (b *Bigram) Probs() []float64 {
-	p := b.Logits()
-	kernels.LogSoftmaxRows(p, p, b.cfg.Support.Offsets, nil)
-	for e, v := range p {
-		p[e] = math.Exp(v)
-	}
+func (b *Bigram) Probs() []float64 { return b.ProbsInto(nil) }
+
+// ProbsInto is Probs written into dst's memory when it holds NNZ values (a
+// new slice otherwise).
+func (b *Bigram) ProbsInto(dst []float64) []float64 {
+	p := b.LogitsInto(dst)
+	kernels.SoftmaxRows(p, p, b.cfg.Support.Offsets)
 	return p
 }
 
@@ -187,7 +232,7 @@ func (b *Bigram) WeightedLogLik(w *G.Node) (out *G.Node, err error) {
 	if err := b.checkWeights(w); err != nil {
 		return nil, fmt.Errorf("nn: bigram weighted log-likelihood: %w", err)
 	}
-	if out, err = G.Mul(w, b.logp); err != nil { // (P) . (P) -> ()
+	if out, err = ops.SegmentLogLik(b.theta, w, b.offsets); err != nil { // (P), (P) -> (): w . log softmax per row
 		return nil, fmt.Errorf("nn: bigram weighted log-likelihood: %w", err)
 	}
 	return out, nil
@@ -202,7 +247,7 @@ func (b *Bigram) ExpectedCost(c *G.Node) (out *G.Node, err error) {
 	if err := b.checkWeights(c); err != nil {
 		return nil, fmt.Errorf("nn: bigram expected cost: %w", err)
 	}
-	pi, err := G.Exp(b.logp) // (P) -> (P)
+	pi, err := G.Exp(b.LogProbs()) // (P) -> (P)
 	if err != nil {
 		return nil, fmt.Errorf("nn: bigram expected cost: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 
 	G "gorgonia.org/gorgonia"
+
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 )
 
 // Step runs training steps on one graph: it owns the gradient nodes of a
@@ -74,10 +76,9 @@ func (s *Step) Run() (cost float64, err error) {
 	if math.IsNaN(cost) || math.IsInf(cost, 0) {
 		return cost, fmt.Errorf("nn: step: loss is %v; parameters not updated", cost)
 	}
-	if err := s.checkGradients(); err != nil {
+	if s.gradNorm, err = s.checkedNorm(); err != nil {
 		return cost, err
 	}
-	s.gradNorm = s.norm()
 	if err := s.solver.Step(s.learnables); err != nil {
 		return 0, fmt.Errorf("nn: step: update: %w", err)
 	}
@@ -102,7 +103,7 @@ func (s *Step) Accumulate() (cost float64, err error) {
 	if math.IsNaN(cost) || math.IsInf(cost, 0) {
 		return cost, fmt.Errorf("nn: step: loss is %v; nothing accumulated", cost)
 	}
-	if err := s.checkGradients(); err != nil {
+	if _, err := s.checkedNorm(); err != nil {
 		return cost, err
 	}
 	if s.acc == nil {
@@ -166,22 +167,24 @@ func (s *Step) norm() float64 {
 	for _, vg := range s.learnables {
 		if gr, err := vg.Grad(); err == nil {
 			if data, ok := gr.Data().([]float64); ok {
-				for _, g := range data {
-					sq += g * g
-				}
+				sq += kernels.SumSquares(data)
 			}
 		}
 	}
 	return math.Sqrt(sq)
 }
 
-// checkGradients refuses a NaN or infinite gradient before any solver sees
-// it: sign descent would turn a NaN into a silent full step.
-func (s *Step) checkGradients() error {
+// checkedNorm returns the L2 norm of the learnables' gradients, refusing a
+// NaN or infinite gradient before any solver sees it: sign descent would
+// turn a NaN into a silent full step.
+func (s *Step) checkedNorm() (float64, error) {
+	if n := s.norm(); !math.IsNaN(n) && !math.IsInf(n, 0) {
+		return n, nil
+	}
 	for _, vg := range s.learnables {
 		gr, err := vg.Grad()
 		if err != nil {
-			return fmt.Errorf("nn: step: gradient: %w", err)
+			return 0, fmt.Errorf("nn: step: gradient: %w", err)
 		}
 		data, ok := gr.Data().([]float64)
 		if !ok {
@@ -193,11 +196,11 @@ func (s *Step) checkGradients() error {
 				if n, ok := vg.(*G.Node); ok {
 					name = n.Name()
 				}
-				return fmt.Errorf("nn: step: gradient of %s[%d] is %v; parameters not updated", name, i, g)
+				return 0, fmt.Errorf("nn: step: gradient of %s[%d] is %v; parameters not updated", name, i, g)
 			}
 		}
 	}
-	return nil
+	return math.Inf(1), nil // finite gradients whose squares overflow
 }
 
 // Eval evaluates the cost (and, as a by-product, its gradient) without

@@ -12,7 +12,7 @@ import (
 // bigramRow returns the bigram's log-softmax over the support row of x.
 func bigramRow(s Support, logits []float64, x int) []float64 {
 	row := slices.Clone(logits[s.Offsets[x]:s.Offsets[x+1]])
-	kernels.LogSoftmaxRows(row, row, []int{0, len(row)}, nil)
+	kernels.LogSoftmaxRows(row, nil, row, []int{0, len(row)}, nil)
 	return row
 }
 

@@ -77,10 +77,8 @@ func (b *bigramStep) runStep(vs ...vec) error {
 	if _, err := b.step.Run(); err != nil { // refuses NaN losses and gradients
 		return fmt.Errorf("trainers: step %d: %w", b.t.done, err)
 	}
-	for i, v := range b.model.Logits() {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("trainers: step %d: parameter theta[%d] is %v after the update", b.t.done, i, v)
-		}
+	if err := b.model.CheckFinite(); err != nil {
+		return fmt.Errorf("trainers: step %d: after the update: %w", b.t.done, err)
 	}
 	return nil
 }
@@ -107,6 +105,16 @@ func (b *bigramStep) close() error            { return b.step.Close() }
 
 func (b *bigramStep) tensors() []checkpoints.Tensor {
 	return []checkpoints.Tensor{{Name: "logits", Data: b.model.Logits()}}
+}
+
+// copyTensors is copyTensors(dst, b.tensors()) without the intermediate
+// copy: exact RLVR keeps its best parameters at almost every step.
+func (b *bigramStep) copyTensors(dst []checkpoints.Tensor) []checkpoints.Tensor {
+	var data []float64
+	if len(dst) > 0 {
+		data = dst[0].Data
+	}
+	return append(dst[:0], checkpoints.Tensor{Name: "logits", Data: b.model.LogitsInto(data)})
 }
 
 func (b *bigramStep) setTensors(ck *checkpoints.Checkpoint) error {
@@ -169,7 +177,7 @@ func newBigram(t *Trainer, s Setup) (*bigram, error) {
 	var cost *G.Node
 	switch k := cfg.Trainer; {
 	case k.Exact():
-		cost, err = model.ExpectedCost(b.in.node) // sum_e A(e) pi(e): grad = grad of H_f
+		cost, err = model.WeightedLogLik(b.in.node) // sum_e pi(e) A(e) log pi(e): grad = grad of H_f
 	case k.Sampled():
 		cost, err = b.buildSampled()
 	default:
@@ -211,7 +219,10 @@ func (b *bigram) layout() string { return "bigram" }
 // the step that follows).
 func (b *bigram) measure(_ context.Context, row *Row) error {
 	t := b.t
-	probs := b.model.Probs()
+	// The previous table's memory is reused (a fresh 130 kB a step, first
+	// touched, cost more than the softmax at the paper's size).
+	probs := b.model.ProbsInto(b.probs)
+	b.res, b.resStep = nil, -1
 	res, err := t.an.Analyze(probs)
 	if err != nil {
 		return fmt.Errorf("trainers: step %d: %w", t.done, err)
@@ -270,9 +281,11 @@ func (b *bigram) exactStep() error {
 }
 
 // advantages fills the RLVR constants: for each trainable transition,
-// A(s,a) = C(s,a) - sum_b pi(b|s) C(s,b) with C(s,a) = E_x[d_x(s) h_x(a)]
-// (eval.CostWeights), so that the autodiff gradient of sum pi A is the
-// exact dH_f/dTheta = -dJ/dTheta of Lemma 'policygrad' (Appendix B),
+// pi(s,a) A(s,a) with A(s,a) = C(s,a) - sum_b pi(b|s) C(s,b) and C(s,a) =
+// E_x[d_x(s) h_x(a)] (eval.CostWeights). The surrogate sum pi A log pi, with
+// pi A held constant, has the gradient of sum pi A (the likelihood-ratio
+// form, d pi = pi d log pi), so its autodiff gradient is the exact
+// dH_f/dTheta = -dJ/dTheta of Lemma 'policygrad' (Appendix B),
 // E_x[d_x(s) pi(a|s) (h_x(a) - hbar_x(s))]. Differences below 1e-12 of the
 // row's scale are rounding (e.g. between symmetric branches or multiedges)
 // and are set to exactly 0: sign descent would otherwise turn them into
@@ -284,24 +297,32 @@ func (b *bigram) advantages() error {
 	probs, g := b.probs, b.g
 	c := b.res.CostWeights()
 	out := b.in.data()
-	entries := b.model.TrainableEntries()
 	k := 0
-	for k < len(entries) {
-		s := support(g).RowOf(entries[k])
-		lo, hi := g.Offsets[s], g.Offsets[s+1]
-		mean, scale := 0.0, 0.0
-		for i := lo; i < hi; i++ {
-			mean += probs[i] * c[i]
-			scale = math.Max(scale, math.Abs(c[i]))
+	for s, trained := range b.t.trained {
+		if !trained {
+			continue
 		}
-		for i := lo; i < hi; i++ {
-			a := c[i] - mean
-			if math.Abs(a) <= 1e-12*scale {
+		lo, hi := g.Offsets[s], g.Offsets[s+1]
+		p, cs := probs[lo:hi], c[lo:hi]
+		mean, scale := 0.0, 0.0
+		for i, ci := range cs {
+			mean += p[i] * ci
+			if a := math.Abs(ci); a > scale {
+				scale = a
+			}
+		}
+		tol := 1e-12 * scale
+		for i, ci := range cs {
+			a := ci - mean
+			if math.Abs(a) <= tol {
 				a = 0
 			}
-			out[k] = a
-			k++
+			out[k+i] = p[i] * a
 		}
+		k += len(cs)
+	}
+	if k != len(out) {
+		return fmt.Errorf("trainers: step %d: %d advantages for %d parameters", b.t.done, k, len(out))
 	}
 	return nil
 }

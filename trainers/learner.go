@@ -126,6 +126,12 @@ type checkpointed interface {
 	setTensors(ck *checkpoints.Checkpoint) error
 }
 
+// tensorCopier is a learner that copies its tensors into the memory of
+// dst (the result of its previous call) without an intermediate copy.
+type tensorCopier interface {
+	copyTensors(dst []checkpoints.Tensor) []checkpoints.Tensor
+}
+
 // stateful is a learner with resumable state of its own.
 type stateful interface {
 	// state is a pointer to a struct that a checkpoint encodes and

@@ -97,7 +97,9 @@ func (t *Trainer) track(row Row) bool {
 			ci = row.HittingTimeCI95
 		}
 		*p = progress{Measured: true, Best: d, BestStep: t.done, BestHitting: nullable(row.HittingTime), BestCI95: ci, Since: t.done, Halvings: p.Halvings}
-		if t.cfg.Patience > 0 {
+		if c, ok := t.l.(tensorCopier); ok && t.cfg.Patience > 0 {
+			t.best = c.copyTensors(t.best)
+		} else if t.cfg.Patience > 0 {
 			t.best = copyTensors(t.best[:0], t.l.tensors())
 		}
 		return false

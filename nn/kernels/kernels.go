@@ -251,3 +251,22 @@ func Grow[T any](s []T, n int) []T {
 	}
 	return s[:n]
 }
+
+// SumSquares returns the sum of the squares of x, in four interleaved
+// partial sums: NaN or +Inf when an element is NaN or infinite (or when
+// the squares overflow), so one pass both measures a gradient's norm and
+// finds whether every element is finite.
+func SumSquares(x []float64) float64 {
+	var s0, s1, s2, s3 float64
+	n4 := len(x) &^ 3
+	for i := 0; i < n4; i += 4 {
+		s0 += x[i] * x[i]
+		s1 += x[i+1] * x[i+1]
+		s2 += x[i+2] * x[i+2]
+		s3 += x[i+3] * x[i+3]
+	}
+	for _, v := range x[n4:] {
+		s0 += v * v
+	}
+	return (s0 + s1) + (s2 + s3)
+}

@@ -29,7 +29,8 @@ var (
 //
 // computed stably (the row maximum is subtracted first) by one fused op, with
 // no allocation per element or per step; its backward, written by hand, is
-// one fused op too, grad_x[e] = g[e] - softmax[e] * sum_row(g)
+// one fused op too, grad_x[e] = g[e] - softmax[e] * sum_row(g), the softmax
+// kept from the forward's exponentials
 // (TestSegmentLogSoftmaxMatchesStock checks it against gorgonia's autodiff
 // of stock.MaskedLogSoftmax). A row of length 1 gives exactly 0 (and
 // gradient 0). offsets must start at 0, increase strictly (every row has at
@@ -86,11 +87,16 @@ func checkOffsets(offsets []int, n int) error {
 // because the op runs once per run of its graph's one machine and every run
 // overwrites the whole vector; values read after a run must be copied out
 // (G.Read), as for any gorgonia node.
+//
+// Do also keeps the softmax of its input in prob, from the same
+// exponentials: the backward op reads it there (it runs after the forward
+// in the same run), so a step takes one exponential per entry.
 type segmentLogSoftmax struct {
 	offsets []int         // row starts, len rows+1, owned by the op
 	sig     uint64        // hash of offsets, so ops over different rows never merge
 	out     *tensor.Dense // output reused by Do
 	lse     []float64     // per-row scratch
+	prob    []float64     // the softmax of the last Do's input
 }
 
 func newSegmentLogSoftmax(offsets []int) *segmentLogSoftmax {
@@ -102,7 +108,8 @@ func newSegmentLogSoftmax(offsets []int) *segmentLogSoftmax {
 		}
 		h.Write(buf[:])
 	}
-	return &segmentLogSoftmax{offsets: append([]int(nil), offsets...), sig: h.Sum64(), lse: make([]float64, len(offsets)-1)}
+	return &segmentLogSoftmax{offsets: append([]int(nil), offsets...), sig: h.Sum64(), lse: make([]float64, len(offsets)-1),
+		prob: make([]float64, offsets[len(offsets)-1])}
 }
 
 func (op *segmentLogSoftmax) n() int { return op.offsets[len(op.offsets)-1] }
@@ -136,7 +143,7 @@ func (op *segmentLogSoftmax) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G
 	if &data[0] == &x[0] {
 		return nil, fmt.Errorf("ops: segment log-softmax: output aliases the input")
 	}
-	kernels.LogSoftmaxRows(data, x, op.offsets, op.lse)
+	kernels.LogSoftmaxRows(data, op.prob, x, op.offsets, op.lse)
 	return out, nil
 }
 
@@ -156,27 +163,23 @@ func (op *segmentLogSoftmax) String() string {
 
 func (op *segmentLogSoftmax) DiffWRT(inputs int) []bool { return []bool{true} }
 
-// SymDiff builds the backward as one fused op on the probabilities and the
-// incoming gradient: grad_x[e] = g[e] - pi[e] * sum_row(g), pi = exp(out).
-// pi is the node G.Exp(out): when the loss already holds that node (an
-// expected cost sum c*pi does), gorgonia's hash-consing returns the same
-// node and the exponentials are computed once per step for both.
+// SymDiff builds the backward as one fused op on the forward's output and
+// the incoming gradient: grad_x[e] = g[e] - pi[e] * sum_row(g), pi the
+// softmax the forward kept (the output is an input so that the backward
+// runs after it).
 func (op *segmentLogSoftmax) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	if len(inputs) != 1 {
 		return nil, fmt.Errorf("ops: segment log-softmax: got %d inputs, want 1", len(inputs))
 	}
-	pi, err := G.Exp(output) // (n) -> (n)
-	if err != nil {
-		return nil, fmt.Errorf("ops: segment log-softmax backward: %w", err)
-	}
-	dx, err := G.ApplyOp(&segmentLogSoftmaxDiff{fwd: op}, pi, grad) // (n), (n) -> (n)
+	dx, err := G.ApplyOp(&segmentLogSoftmaxDiff{fwd: op}, output, grad) // (n), (n) -> (n)
 	if err != nil {
 		return nil, fmt.Errorf("ops: segment log-softmax backward: %w", err)
 	}
 	return G.Nodes{dx}, nil
 }
 
-// segmentLogSoftmaxDiff is the backward op: (pi (n), g (n)) -> grad_x (n).
+// segmentLogSoftmaxDiff is the backward op: (log-softmax (n), g (n)) ->
+// grad_x (n); it reads the softmax its forward op kept.
 // Like the forward op, Do reuses its output vector from run to run.
 type segmentLogSoftmaxDiff struct {
 	fwd *segmentLogSoftmax
@@ -203,16 +206,15 @@ func (op *segmentLogSoftmaxDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value
 		return nil, fmt.Errorf("ops: segment log-softmax backward: got %d inputs, want 2", len(vals))
 	}
 	n := op.fwd.n()
-	pi, err := float64Data(vals[0], n)
-	if err != nil {
-		return nil, fmt.Errorf("ops: segment log-softmax backward: probabilities: %w", err)
+	if _, err := float64Data(vals[0], n); err != nil {
+		return nil, fmt.Errorf("ops: segment log-softmax backward: log-probabilities: %w", err)
 	}
 	g, err := float64Data(vals[1], n)
 	if err != nil {
 		return nil, fmt.Errorf("ops: segment log-softmax backward: gradient: %w", err)
 	}
 	out, data := outputVector(prealloc, n)
-	kernels.LogSoftmaxRowsBackward(data, pi, g, op.fwd.offsets)
+	kernels.LogSoftmaxRowsBackward(data, op.fwd.prob, g, op.fwd.offsets)
 	return out, nil
 }
 

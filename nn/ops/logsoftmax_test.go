@@ -317,3 +317,53 @@ func TestSegmentLogSoftmaxMatchesStock(t *testing.T) {
 		})
 	}
 }
+
+// TestSegmentLogLikMatchesStock checks the fused weighted log-likelihood
+// against gorgonia's autodiff of the stock ops: the weights' dot product
+// with the stock log-softmax of each row (padded and masked), on the
+// ragged rows and on random ones, with weights of both signs.
+func TestSegmentLogLikMatchesStock(t *testing.T) {
+	rng := rand.New(rand.NewPCG(73, 74))
+	randomRows := []int{0}
+	for range 40 {
+		randomRows = append(randomRows, randomRows[len(randomRows)-1]+1+rng.IntN(7))
+	}
+	for _, tc := range []struct {
+		name    string
+		x       []float64
+		offsets []int
+	}{
+		{"ragged", raggedX, raggedOffsets},
+		{"random", randomVector(rng, randomRows[len(randomRows)-1], 3), randomRows},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows, r := len(tc.offsets)-1, 0
+			for i := range rows {
+				r = max(r, tc.offsets[i+1]-tc.offsets[i])
+			}
+			pad, back := make([]int, rows*r), make([]int, len(tc.x))
+			valid, mask := make([]float64, rows*r), make([]float64, rows*r)
+			for i := range rows {
+				for j := range r {
+					s, e := i*r+j, tc.offsets[i]+j
+					if e < tc.offsets[i+1] {
+						pad[s], valid[s], back[e] = e, 1, s
+					} else {
+						mask[s] = MaskLogit
+					}
+				}
+			}
+			w := randomVector(rng, len(tc.x), 2)
+			fused := func(g *G.ExprGraph, in G.Nodes) (*G.Node, error) {
+				return SegmentLogLik(in[0], floatInput(g, "w", w), tc.offsets)
+			}
+			ref := func(g *G.ExprGraph, in G.Nodes) (*G.Node, error) {
+				z := G.Must(stock.Gather(in[0], intInput(g, "pad", pad)))                                                    // (n) -> (rows*R)
+				lp := G.Must(stock.MaskedLogSoftmax(z, floatInput(g, "valid", valid), floatInput(g, "mask", mask), rows, r)) // (rows*R)
+				logp := G.Must(stock.Gather(lp, intInput(g, "back", back)))                                                  // (rows*R) -> (n)
+				return G.Mul(floatInput(g, "w", w), logp)                                                                    // (n) . (n) -> ()
+			}
+			checkAgainstStock(t, fused, ref, []param{{"x", []int{len(tc.x)}, tc.x}}, []float64{-1.5})
+		})
+	}
+}

@@ -73,6 +73,9 @@ func evaluate(t *testing.T, f build, params []param, w []float64) (out []float64
 	for _, v := range gv {
 		grads = append(grads, slices.Clone(v.Data().([]float64)))
 	}
+	if y, ok := yv.Data().(float64); ok { // a scalar output
+		return []float64{y}, grads
+	}
 	return slices.Clone(yv.Data().([]float64)), grads
 }
 
