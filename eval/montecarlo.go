@@ -14,8 +14,9 @@ import (
 // the verifier sees the target or the horizon runs out.
 type Sampler struct {
 	g     *tasks.Graph
-	probs []float64 // the policy (a copy), CSR order
-	tab   *table    // compact copy for the batched samplers
+	probs []float64   // the policy (a copy), CSR order
+	tab   *table      // compact copy for Step and the search agent
+	alias *aliasTable // the rollouts' tables
 }
 
 // NewSampler checks the policy and copies it.
@@ -24,7 +25,7 @@ func NewSampler(g *tasks.Graph, probs []float64) (*Sampler, error) {
 		return nil, err
 	}
 	probs = append([]float64(nil), probs...)
-	return &Sampler{g: g, probs: probs, tab: newTable(g, probs)}, nil
+	return &Sampler{g: g, probs: probs, tab: newTable(g, probs), alias: newAliasTable(g, probs)}, nil
 }
 
 // Step returns the next state after s for a uniform variate u in [0, 1)
@@ -53,7 +54,7 @@ func (sp *Sampler) MonteCarlo(ctx context.Context, n, horizon int, seed uint64) 
 	return monteCarlo(ctx, n, seed, sp.g.W(), func(target int, rng *rand.Rand, w *scratchRollout) (int, bool, error) {
 		var hit bool
 		var err error
-		w.buf, hit, err = sp.tab.rollout(ctx, target, horizon, rng, w.buf[:0])
+		w.buf, hit, err = sp.alias.rollout(ctx, w.buf[:0], target, horizon, rng)
 		return len(w.buf), hit, err
 	})
 }

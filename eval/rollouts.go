@@ -3,7 +3,6 @@ package eval
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -99,23 +98,53 @@ func (sp *Sampler) RolloutsTo(ctx context.Context, targets []int, horizon int, s
 }
 
 // rollouts draws n rollouts toward targets (nil: uniform targets, each the
-// first draw of its rollout's stream).
+// first draw of its rollout's stream). Each worker writes its rollouts
+// back to back into an arena of warm memory kept from call to call
+// (arenas), and the batch is one copy of them in rollout order: growing a
+// fresh slice per rollout touched new memory at every doubling, which cost
+// more than the sampling.
 func (sp *Sampler) rollouts(ctx context.Context, n int, targets []int, horizon int, seed uint64) (*Batch, error) {
 	W := sp.g.W()
-	parts := make([][]int32, n)
-	b := &Batch{Targets: make([]int, n), Hit: make([]bool, n)}
-	err := eachRollout(ctx, n, seed, func(int, int) (struct{}, error) { return struct{}{}, nil }, func(i int, _ struct{}, rng *rand.Rand) error {
+	b := &Batch{Targets: make([]int, n), Hit: make([]bool, n), Starts: make([]int, n+1)}
+	type span struct{ worker, lo, hi int }
+	spans := make([]span, n)
+	used := make([]*[]int32, min(runtime.GOMAXPROCS(0), n))
+	defer func() {
+		for _, a := range used {
+			if a != nil {
+				*a = (*a)[:0]
+				arenas.Put(a)
+			}
+		}
+	}()
+	newWorker := func(k, _ int) (int, error) {
+		used[k] = arenas.Get().(*[]int32)
+		return k, nil
+	}
+	err := eachRollout(ctx, n, seed, newWorker, func(i int, k int, rng *rand.Rand) error {
 		b.Targets[i] = target(targets, i, W, rng)
+		a := used[k]
+		lo := len(*a)
 		var err error
-		parts[i], b.Hit[i], err = sp.tab.rollout(ctx, b.Targets[i], horizon, rng, nil)
+		*a, b.Hit[i], err = sp.alias.rollout(ctx, *a, b.Targets[i], horizon, rng)
+		spans[i] = span{k, lo, len(*a)}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	b.Entries, b.Starts = concat(parts)
+	for i, sp := range spans {
+		b.Starts[i+1] = b.Starts[i] + sp.hi - sp.lo
+	}
+	b.Entries = make([]int32, b.Starts[n])
+	for i, sp := range spans {
+		copy(b.Entries[b.Starts[i]:b.Starts[i+1]], (*used[sp.worker])[sp.lo:sp.hi])
+	}
 	return b, nil
 }
+
+// arenas holds the workers' rollout memory between batches.
+var arenas = sync.Pool{New: func() any { return new([]int32) }}
 
 // target is rollout i's target: targets[i], or a uniform draw from rng
 // when targets is nil.
@@ -180,40 +209,4 @@ func eachRollout[W any](ctx context.Context, n int, seed uint64, newWorker func(
 		}
 	}
 	return nil
-}
-
-// concat joins per-rollout slices in order and returns the offsets where
-// each starts (len(parts)+1 of them).
-func concat[T any](parts [][]T) ([]T, []int) {
-	starts := make([]int, len(parts)+1)
-	for i, p := range parts {
-		starts[i+1] = starts[i] + len(p)
-	}
-	out := make([]T, 0, starts[len(parts)])
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out, starts
-}
-
-// rollout runs one rollout toward target and appends the transitions taken
-// to buf; a canceled ctx stops it with ctx's error.
-func (t *table) rollout(ctx context.Context, target, horizon int, rng *rand.Rand, buf []int32) ([]int32, bool, error) {
-	if horizon <= 0 {
-		horizon = math.MaxInt
-	}
-	leaf := t.leaf[target]
-	s := int32(0)
-	for n := 1; len(buf) < horizon; n++ {
-		e := t.entry(s, rng.Float64())
-		buf = append(buf, e)
-		s = t.next[e]
-		if t.head[s] == leaf {
-			return buf, true, nil
-		}
-		if n%checkEvery == 0 && ctx.Err() != nil {
-			return buf, false, ctx.Err()
-		}
-	}
-	return buf, false, nil
 }
