@@ -61,6 +61,7 @@ func AgentRollouts(ctx context.Context, g *tasks.Graph, newAgent func() (Agent, 
 type Buffers struct {
 	workers []*agentWorker
 	batch   AgentBatch
+	logp    []float64 // the batch's log-probabilities' memory
 }
 
 // agentWorker is one worker's agent and the transitions of its rollouts,
@@ -96,22 +97,10 @@ func (b *Buffers) agentRollouts(ctx context.Context, g *tasks.Graph, newAgent fu
 		return nil, fmt.Errorf("eval: agent rollouts: n %d, horizon %d: want both >= 1", n, horizon)
 	}
 	out := &b.batch
-	out.Targets, out.Hit = resize(out.Targets, n), resize(out.Hit, n)
-	workers := min(runtime.GOMAXPROCS(0), n) // eachRollout's
-	for len(b.workers) < workers {
-		b.workers = append(b.workers, &agentWorker{})
-	}
-	err := eachRollout(ctx, n, seed, func(k, m int) (*agentWorker, error) {
-		if m != workers {
-			return nil, fmt.Errorf("eval: agent rollouts: %d workers, want %d", m, workers)
-		}
+	err := b.each(ctx, n, seed, func(w *agentWorker) error {
 		a, err := newAgent()
-		if err != nil {
-			return nil, err
-		}
-		w := b.workers[k]
-		w.a, w.entries, w.logp, w.rows, w.ids, w.ends, w.rowEnds = a, w.entries[:0], w.logp[:0], w.rows[:0], w.ids[:0], w.ends[:0], w.rowEnds[:0]
-		return w, nil
+		w.a = a
+		return err
 	}, func(i int, w *agentWorker, rng *rand.Rand) error {
 		out.Targets[i] = target(targets, i, g.W(), rng)
 		var err error
@@ -121,19 +110,79 @@ func (b *Buffers) agentRollouts(ctx context.Context, g *tasks.Graph, newAgent fu
 		} else {
 			w.entries, w.logp, out.Hit[i], err = agentRollout(ctx, g, w.a, out.Targets[i], horizon, rng, w.entries, w.logp)
 		}
-		w.ids, w.ends, w.rowEnds = append(w.ids, i), append(w.ends, len(w.entries)), append(w.rowEnds, len(w.rows))
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("eval: agent: %w", err)
 	}
-	// Join the workers' rollouts in rollout order.
-	ws := b.workers[:workers]
+	b.join(n, true)
+	return out, nil
+}
+
+// Rollouts is sp.Rollouts (sp.RolloutsTo when targets is not nil) into
+// b's memory: the batch returned is valid until the next call, and a
+// trainer that samples every step touches no fresh memory for it.
+func (b *Buffers) Rollouts(ctx context.Context, sp *Sampler, n int, targets []int, horizon int, seed uint64) (*Batch, error) {
+	if targets != nil {
+		if err := checkTargets(targets, sp.g.W()); err != nil {
+			return nil, err
+		}
+		n = len(targets)
+	}
+	out := &b.batch
+	err := b.each(ctx, n, seed, func(*agentWorker) error { return nil }, func(i int, w *agentWorker, rng *rand.Rand) error {
+		out.Targets[i] = target(targets, i, sp.g.W(), rng)
+		var err error
+		w.entries, out.Hit[i], err = sp.alias.rollout(ctx, w.entries, out.Targets[i], horizon, rng)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.join(n, false)
+	return &out.Batch, nil
+}
+
+// each runs draw for every rollout i < n over the workers (eachRollout),
+// each worker's buffers emptied and set up by start first, and records
+// which worker ran which rollout and where its entries end.
+func (b *Buffers) each(ctx context.Context, n int, seed uint64, start func(w *agentWorker) error, draw func(i int, w *agentWorker, rng *rand.Rand) error) error {
+	out := &b.batch
+	out.Targets, out.Hit = resize(out.Targets, n), resize(out.Hit, n)
+	workers := min(runtime.GOMAXPROCS(0), n) // eachRollout's
+	for len(b.workers) < workers {
+		b.workers = append(b.workers, &agentWorker{})
+	}
+	return eachRollout(ctx, n, seed, func(k, m int) (*agentWorker, error) {
+		if m != workers {
+			return nil, fmt.Errorf("eval: rollouts: %d workers, want %d", m, workers)
+		}
+		w := b.workers[k]
+		w.entries, w.logp, w.rows, w.ids, w.ends, w.rowEnds = w.entries[:0], w.logp[:0], w.rows[:0], w.ids[:0], w.ends[:0], w.rowEnds[:0]
+		return w, start(w)
+	}, func(i int, w *agentWorker, rng *rand.Rand) error {
+		err := draw(i, w, rng)
+		w.ids, w.ends, w.rowEnds = append(w.ids, i), append(w.ends, len(w.entries)), append(w.rowEnds, len(w.rows))
+		return err
+	})
+}
+
+// join copies the workers' rollouts into the batch in rollout order, with
+// their log-probabilities when logp is set; the rows stay views of the
+// workers' buffers.
+func (b *Buffers) join(n int, logp bool) {
+	out := &b.batch
+	ws := b.workers[:min(runtime.GOMAXPROCS(0), n)]
 	total, totalRows := 0, 0
 	for _, w := range ws {
 		total, totalRows = total+len(w.entries), totalRows+len(w.rows)
 	}
-	out.Entries, out.LogProbs, out.Starts = resize(out.Entries, total), resize(out.LogProbs, total), resize(out.Starts, n+1)
+	out.Entries, out.Starts = resize(out.Entries, total), resize(out.Starts, n+1)
+	out.LogProbs = nil
+	if logp {
+		out.LogProbs = resize(b.logp, total)
+		b.logp = out.LogProbs
+	}
 	out.Rows = nil
 	if totalRows > 0 {
 		out.Rows = resize(b.batch.Rows[:cap(b.batch.Rows)], n)
@@ -155,14 +204,15 @@ func (b *Buffers) agentRollouts(ctx context.Context, g *tasks.Graph, newAgent fu
 		hi, rhi := w.ends[j], w.rowEnds[j]
 		out.Starts[i] = at
 		copy(out.Entries[at:], w.entries[lo:hi])
-		copy(out.LogProbs[at:], w.logp[lo:hi])
+		if logp {
+			copy(out.LogProbs[at:], w.logp[lo:hi])
+		}
 		if out.Rows != nil {
 			out.Rows[i] = w.rows[rlo:rhi:rhi]
 		}
 		at += hi - lo
 	}
 	out.Starts[n] = at
-	return out, nil
 }
 
 // resize returns x with length n, reusing its memory when it is large

@@ -27,16 +27,29 @@ func (b *Batch) Len(i int) int { return b.Starts[i+1] - b.Starts[i] }
 
 // States returns the state each transition was taken from, token by
 // token, and the state each rollout ends in.
-func (b *Batch) States(g *tasks.Graph) (states, last []int32) {
-	states, last = make([]int32, len(b.Entries)), make([]int32, len(b.Targets))
-	for i := range b.Targets {
-		s := int32(0)
-		for tok := b.Starts[i]; tok < b.Starts[i+1]; tok++ {
-			states[tok] = s
-			s = int32(g.Next[b.Entries[tok]])
-		}
-		last[i] = s
+func (b *Batch) States(g *tasks.Graph) (states, last []int32) { return b.StatesInto(g, nil, nil) }
+
+// StatesInto is States written into the memory of states and last when
+// they are large enough, rollouts on all cores.
+func (b *Batch) StatesInto(g *tasks.Graph, states, last []int32) ([]int32, []int32) {
+	states, last = resize(states, len(b.Entries)), resize(last, len(b.Targets))
+	var next atomic.Int64 // the next rollout to take
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(b.Targets)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(b.Targets); i = int(next.Add(1) - 1) {
+				s := int32(0)
+				for tok := b.Starts[i]; tok < b.Starts[i+1]; tok++ {
+					states[tok] = s
+					s = int32(g.Next[b.Entries[tok]])
+				}
+				last[i] = s
+			}
+		}()
 	}
+	wg.Wait()
 	return states, last
 }
 
@@ -98,53 +111,11 @@ func (sp *Sampler) RolloutsTo(ctx context.Context, targets []int, horizon int, s
 }
 
 // rollouts draws n rollouts toward targets (nil: uniform targets, each the
-// first draw of its rollout's stream). Each worker writes its rollouts
-// back to back into an arena of warm memory kept from call to call
-// (arenas), and the batch is one copy of them in rollout order: growing a
-// fresh slice per rollout touched new memory at every doubling, which cost
-// more than the sampling.
+// first draw of its rollout's stream) into fresh memory (Buffers.Rollouts
+// reuses its own).
 func (sp *Sampler) rollouts(ctx context.Context, n int, targets []int, horizon int, seed uint64) (*Batch, error) {
-	W := sp.g.W()
-	b := &Batch{Targets: make([]int, n), Hit: make([]bool, n), Starts: make([]int, n+1)}
-	type span struct{ worker, lo, hi int }
-	spans := make([]span, n)
-	used := make([]*[]int32, min(runtime.GOMAXPROCS(0), n))
-	defer func() {
-		for _, a := range used {
-			if a != nil {
-				*a = (*a)[:0]
-				arenas.Put(a)
-			}
-		}
-	}()
-	newWorker := func(k, _ int) (int, error) {
-		used[k] = arenas.Get().(*[]int32)
-		return k, nil
-	}
-	err := eachRollout(ctx, n, seed, newWorker, func(i int, k int, rng *rand.Rand) error {
-		b.Targets[i] = target(targets, i, W, rng)
-		a := used[k]
-		lo := len(*a)
-		var err error
-		*a, b.Hit[i], err = sp.alias.rollout(ctx, *a, b.Targets[i], horizon, rng)
-		spans[i] = span{k, lo, len(*a)}
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	for i, sp := range spans {
-		b.Starts[i+1] = b.Starts[i] + sp.hi - sp.lo
-	}
-	b.Entries = make([]int32, b.Starts[n])
-	for i, sp := range spans {
-		copy(b.Entries[b.Starts[i]:b.Starts[i+1]], (*used[sp.worker])[sp.lo:sp.hi])
-	}
-	return b, nil
+	return new(Buffers).Rollouts(ctx, sp, n, targets, horizon, seed)
 }
-
-// arenas holds the workers' rollout memory between batches.
-var arenas = sync.Pool{New: func() any { return new([]int32) }}
 
 // target is rollout i's target: targets[i], or a uniform draw from rng
 // when targets is nil.

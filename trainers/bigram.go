@@ -141,8 +141,9 @@ type bigram struct {
 	// Sampled trainers: the parameter of each CSR entry (-1 in frozen
 	// rows) and PPO's constants.
 	paramOf                []int32
-	advPos, advNeg, oldLog vec // ppo
-	share, refLog          vec // ppo KL and entropy terms: state shares, reference log-probs
+	buf                    eval.Buffers // the rollouts' memory, reused from step to step
+	advPos, advNeg, oldLog vec          // ppo
+	share, refLog          vec          // ppo KL and entropy terms: state shares, reference log-probs
 
 	// The policy and exact analysis measured at step resStep.
 	probs   []float64

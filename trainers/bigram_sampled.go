@@ -7,6 +7,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 )
 
 // The bigram's sampled RLVR: a bigram's log-probability of a token
@@ -59,12 +60,7 @@ func (b *bigram) rollouts(ctx context.Context, n, horizon int, seed uint64, targ
 	if err != nil {
 		return nil, err
 	}
-	var batch *eval.Batch
-	if targets != nil {
-		batch, err = sp.RolloutsTo(ctx, targets, horizon, seed)
-	} else {
-		batch, err = sp.Rollouts(ctx, n, horizon, seed)
-	}
+	batch, err := b.buf.Rollouts(ctx, sp, n, targets, horizon, seed)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +86,7 @@ func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv, div []float
 	for k, e := range b.model.TrainableEntries() {
 		old[k] = math.Log(probs[e])
 	}
-	mini := b.minibatches(&batch.Batch, adv, div, states)
+	mini, tokens := b.minibatches(&batch.Batch, adv, div, states)
 	epochs, _ := cfg.Trainer.epochs(cfg)
 	for range epochs {
 		for _, m := range mini {
@@ -105,12 +101,12 @@ func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv, div []float
 		}
 	}
 	// PPO's approximate KL and clip fraction over the batch's tokens after
-	// the updates.
+	// the updates: a token's ratio is its transition's.
 	now := b.model.Probs()
 	rs := ratioStats{trained: epochs * batch.Tokens(), gradNorm: b.step.GradNorm()}
-	for _, e := range batch.Entries {
-		if k := b.paramOf[e]; k >= 0 {
-			rs.add(now[e]/math.Exp(old[k]), cfg.Clip)
+	for k, e := range b.model.TrainableEntries() {
+		if tokens[k] > 0 {
+			rs.addN(now[e]/math.Exp(old[k]), cfg.Clip, tokens[k])
 		}
 	}
 	return rs, nil
@@ -127,34 +123,52 @@ func (b *bigram) entropy(batch *eval.AgentBatch, states []int32) float64 {
 			}
 		}
 	}
-	sum, n := 0.0, 0
-	for _, s := range states {
-		if b.t.trained[s] {
-			sum += h[s]
-			n++
+	trained := b.t.trained
+	n := 0.0 // tokens at trained states, -1 in h marks the others
+	for s := range h {
+		if !trained[s] {
+			h[s] = -1
 		}
 	}
-	return sum / float64(max(n, 1))
+	sum := parallelSum(len(states), func(lo, hi int) float64 {
+		sum := 0.0
+		for _, s := range states[lo:hi] {
+			sum += max(h[s], 0)
+		}
+		return sum
+	})
+	n = parallelSum(len(states), func(lo, hi int) float64 {
+		n := 0
+		for _, s := range states[lo:hi] {
+			if h[s] >= 0 {
+				n++
+			}
+		}
+		return float64(n)
+	})
+	return sum / max(n, 1)
 }
 
 // minibatch holds one minibatch's aggregated loss constants.
 type minibatch struct{ pos, neg, share []float64 }
 
 // minibatches splits the batch (minibatchOf) and sums each minibatch's
-// advantages per parameter, each divided by its token's divisor. The KL
+// advantages per parameter, each divided by its token's divisor, and
+// counts the batch's tokens per parameter. The KL
 // and entropy shares are the minibatch's tokens per state over its token
 // count (ppo's exact KL), or for the group-relative trainers' k3 estimate
 // the sum of 1/divisor over the item's tokens.
-func (b *bigram) minibatches(batch *eval.Batch, adv, div []float64, states []int32) []minibatch {
+func (b *bigram) minibatches(batch *eval.Batch, adv, div []float64, states []int32) ([]minibatch, []float64) {
 	p := b.model.NumParams()
 	m := b.t.cfg.Minibatches
 	out := make([]minibatch, m)
 	counts := make([][]float64, m) // tokens per state, for the KL/entropy shares
+	tokens := make([][]float64, m) // tokens per parameter
 	n := make([]float64, m)
 	k3 := b.t.cfg.Trainer.Grouped() && b.share.node != nil
 	for j := range out {
 		out[j] = minibatch{pos: make([]float64, p), neg: make([]float64, p)}
-		counts[j] = make([]float64, b.g.NumStates())
+		counts[j], tokens[j] = make([]float64, b.g.NumStates()), make([]float64, p)
 		if k3 {
 			out[j].share = make([]float64, p)
 		}
@@ -162,24 +176,29 @@ func (b *bigram) minibatches(batch *eval.Batch, adv, div []float64, states []int
 	for i := range batch.Targets {
 		n[minibatchOf(i, m)] += float64(batch.Len(i))
 	}
-	for i := range batch.Targets {
-		j := minibatchOf(i, m)
-		for tok := batch.Starts[i]; tok < batch.Starts[i+1]; tok++ {
-			k := b.paramOf[batch.Entries[tok]]
-			if k < 0 {
-				continue
-			}
-			if a := adv[tok] / div[tok]; a > 0 {
-				out[j].pos[k] += a
-			} else {
-				out[j].neg[k] += a
-			}
-			counts[j][states[tok]]++
-			if k3 {
-				out[j].share[k] += 1 / div[tok]
+	kernels.ParallelFor(m, 1, func(lo, hi int) { // one minibatch per core
+		for j := lo; j < hi; j++ {
+			o, count, tok := out[j], counts[j], tokens[j]
+			for i := j; i < len(batch.Targets); i += m { // minibatchOf(i, m) == j
+				for t := batch.Starts[i]; t < batch.Starts[i+1]; t++ {
+					k := b.paramOf[batch.Entries[t]]
+					if k < 0 {
+						continue
+					}
+					a := adv[t] / div[t] // both sums take it, one as 0: no branch to mispredict
+					o.pos[k] += max(a, 0)
+					o.neg[k] += min(a, 0)
+					tok[k]++
+					if b.share.node != nil {
+						count[states[t]]++
+					}
+					if k3 {
+						o.share[k] += 1 / div[t]
+					}
+				}
 			}
 		}
-	}
+	})
 	if b.share.node != nil && !k3 {
 		for j := range out {
 			out[j].share = make([]float64, p)
@@ -188,5 +207,8 @@ func (b *bigram) minibatches(batch *eval.Batch, adv, div []float64, states []int
 			}
 		}
 	}
-	return out
+	for j := 1; j < m; j++ {
+		kernels.AddTo(tokens[0], tokens[j])
+	}
+	return out, tokens[0]
 }

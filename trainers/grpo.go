@@ -3,6 +3,8 @@ package trainers
 import (
 	"math"
 	"math/rand/v2"
+
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 )
 
 // Group-relative sampled RLVR: GRPO (Shao et al. 2024, DeepSeekMath), RLOO
@@ -115,26 +117,34 @@ func minibatchOf(i, m int) int { return i % m }
 // (minibatchOf): the minibatch's token count under "token" aggregation
 // (and for reinforce and ppo), the rollout's length times the minibatch's
 // rollouts under "sequence", and the minibatch's rollouts times the
-// horizon under "constant" (TRL's dr_grpo: B x max_completion_length).
-func lossDivisors(agg string, lens []int, m, horizon int) []float64 {
+// horizon under "constant" (TRL's dr_grpo: B x max_completion_length),
+// written into dst's memory when it is large enough.
+func lossDivisors(agg string, lens []int, m, horizon int, dst []float64) []float64 {
 	tokens, rollouts := make([]float64, m), make([]float64, m)
 	for i, l := range lens {
 		tokens[minibatchOf(i, m)] += float64(l)
 		rollouts[minibatchOf(i, m)]++
 	}
-	var out []float64
-	for i, l := range lens {
-		j := minibatchOf(i, m)
-		d := tokens[j]
-		switch agg {
-		case "sequence":
-			d = float64(l) * rollouts[j]
-		case "constant":
-			d = rollouts[j] * float64(horizon)
-		}
-		for range l {
-			out = append(out, d)
-		}
+	starts := rolloutStarts(lens)
+	n := 0
+	if len(lens) > 0 {
+		n = starts[len(lens)-1] + lens[len(lens)-1]
 	}
+	out := kernels.Grow(dst, n)
+	kernels.ParallelFor(len(lens), 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			j, l := minibatchOf(i, m), lens[i]
+			d := tokens[j]
+			switch agg {
+			case "sequence":
+				d = float64(l) * rollouts[j]
+			case "constant":
+				d = rollouts[j] * float64(horizon)
+			}
+			for t := range l {
+				out[starts[i]+t] = d
+			}
+		}
+	})
 	return out
 }

@@ -66,7 +66,7 @@ func TestLossDivisors(t *testing.T) {
 		{"sequence", []float64{4, 4, 6, 6, 6, 2, 8, 8, 8, 8}},
 		{"constant", []float64{20, 20, 20, 20, 20, 20, 20, 20, 20, 20}},
 	} {
-		got := lossDivisors(tc.agg, lens, 2, 10)
+		got := lossDivisors(tc.agg, lens, 2, 10, nil)
 		if len(got) != len(tc.want) {
 			t.Fatalf("%q: got %d divisors, want %d", tc.agg, len(got), len(tc.want))
 		}

@@ -5,6 +5,8 @@ import (
 	"math"
 
 	G "gorgonia.org/gorgonia"
+
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 )
 
 // The losses of sampled RLVR, built in the gorgonia graph over a vector of
@@ -162,54 +164,107 @@ func negEntropy(logp, w *G.Node) (*G.Node, error) {
 // "fork" is "state-target" on returns bootstrapped at the fork (see
 // forkReturns); fork[s] marks the fork-incoming states and is used only
 // by it. states[i] is the state of token i, among nStates; targets[r] the
-// target (1..w) of rollout r.
-func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, targets []int, w int, beta float64, baseline string, fork []bool, normalize bool) []float64 {
-	adv := returnsToGo(lens, hit, beta)
+// target (1..w) of rollout r. The advantages are written into dst's
+// memory when it is large enough.
+//
+// The work is spread over the cores by rollout, and the sums by target
+// (a group of the target baselines holds one target's tokens), each in
+// rollout order, so the result does not depend on the number of cores.
+func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, targets []int, w int, beta float64, baseline string, fork []bool, normalize bool, dst []float64) []float64 {
+	adv := returnsToGoInto(dst, lens, hit, beta)
 	n := len(adv)
 	if n == 0 {
 		return adv
 	}
+	starts, byTarget := rolloutStarts(lens), rolloutsByTarget(targets, w)
 	if baseline == "fork" {
 		forkReturns(adv, lens, states, fork, targets, w)
 	}
-	if baseline == "state" || baseline == "state-target" || baseline == "fork" {
-		key := make([]int, n) // the baseline's group of each token
-		k := 0
-		for r, l := range lens {
-			for range l {
-				key[k] = int(states[k])
-				if baseline != "state" {
-					key[k] += nStates * (targets[r] - 1)
+	switch baseline {
+	case "state-target", "fork":
+		// Target x's groups are its states: a mean per (state, target),
+		// each target's sums in a slice of its own.
+		sums, counts := make([]float64, w*nStates), make([]float64, w*nStates)
+		kernels.ParallelFor(w, 1, func(lo, hi int) {
+			for x := lo; x < hi; x++ {
+				sum, count := sums[x*nStates:(x+1)*nStates], counts[x*nStates:(x+1)*nStates]
+				for _, r := range byTarget[x] {
+					for k := starts[r]; k < starts[r]+lens[r]; k++ {
+						sum[states[k]] += adv[k]
+						count[states[k]]++
+					}
 				}
-				k++
+				for s, c := range count {
+					if c > 0 {
+						sum[s] /= c // the group's mean
+					}
+				}
+				for _, r := range byTarget[x] {
+					for k := starts[r]; k < starts[r]+lens[r]; k++ {
+						adv[k] -= sum[states[k]]
+					}
+				}
+			}
+		})
+	case "state":
+		sum, count := make([]float64, nStates), make([]float64, nStates)
+		for k, a := range adv {
+			sum[states[k]] += a
+			count[states[k]]++
+		}
+		for s, c := range count {
+			if c > 0 {
+				sum[s] /= c
 			}
 		}
-		groups := nStates
-		if baseline != "state" {
-			groups *= w
+		for k := range adv {
+			adv[k] -= sum[states[k]]
 		}
-		sum, count := make([]float64, groups), make([]float64, groups)
-		for i, g := range key {
-			sum[g] += adv[i]
-			count[g]++
-		}
-		for i, g := range key {
-			adv[i] -= sum[g] / count[g]
-		}
-	} else {
-		mean := 0.0
-		for _, a := range adv {
-			mean += a
-		}
-		mean /= float64(n)
-		for i := range adv {
-			adv[i] -= mean
-		}
+	default:
+		mean := parallelSum(n, sumOf(adv)) / float64(n)
+		kernels.ParallelFor(n, tokenBlock, func(lo, hi int) {
+			for k := lo; k < hi; k++ {
+				adv[k] -= mean
+			}
+		})
 	}
 	if normalize {
 		scale(adv)
 	}
 	return adv
+}
+
+// tokenBlock is the number of tokens a parallel pass gives one goroutine
+// at a time, and a parallel sum adds serially.
+const tokenBlock = 1 << 16
+
+// parallelSum is the sum over k < n of what sum(lo, hi) returns for the
+// tokens [lo, hi): fixed blocks of tokenBlock summed in parallel, then the
+// block sums in order, so the result does not depend on the number of
+// cores.
+func parallelSum(n int, sum func(lo, hi int) float64) float64 {
+	blocks := make([]float64, (n+tokenBlock-1)/tokenBlock)
+	kernels.ParallelFor(len(blocks), 1, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			blocks[b] = sum(b*tokenBlock, min(n, (b+1)*tokenBlock))
+		}
+	})
+	total := 0.0
+	for _, s := range blocks {
+		total += s
+	}
+	return total
+}
+
+// sumOf is parallelSum's block sum of x.
+func sumOf(x []float64) func(lo, hi int) float64 {
+	return func(lo, hi int) float64 {
+		s := 0.0
+		for _, v := range x[lo:hi] {
+			s += v
+		}
+		return s
+	}
 }
 
 // forkReturns bootstraps the returns to go g (token by token, as from
@@ -227,33 +282,52 @@ func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, target
 // of an excursion that the rollout's end cuts keep their own returns. The
 // bias is the one of any bootstrap: V_F(x) ignores the time already spent,
 // so a longer excursion costs beta per step but not the horizon's share.
+// The means are taken per target, the bootstraps per rollout, in
+// parallel.
 func forkReturns(g []float64, lens []int, states []int32, fork []bool, targets []int, w int) {
-	sum, count := make([]float64, w), make([]float64, w)
-	for r, k := range rolloutStarts(lens) {
-		for t := k; t < k+lens[r]; t++ {
-			if fork[states[t]] {
-				sum[targets[r]-1] += g[t]
-				count[targets[r]-1]++
+	starts, byTarget := rolloutStarts(lens), rolloutsByTarget(targets, w)
+	vf := make([]float64, w) // NaN: no fork-incoming token
+	kernels.ParallelFor(len(byTarget), 1, func(lo, hi int) {
+		for x := lo; x < hi; x++ {
+			sum, count := 0.0, 0.0
+			for _, r := range byTarget[x] {
+				for t := starts[r]; t < starts[r]+lens[r]; t++ {
+					if fork[states[t]] {
+						sum += g[t]
+						count++
+					}
+				}
 			}
+			vf[x] = sum / count
 		}
-	}
-	for r, k := range rolloutStarts(lens) {
-		x := targets[r] - 1
-		if count[x] == 0 {
-			continue
-		}
-		vf := sum[x] / count[x]
-		next := math.NaN() // return at the next fork-incoming token
-		for t := k + lens[r] - 1; t >= k; t-- {
-			if fork[states[t]] {
-				next = g[t]
+	})
+	kernels.ParallelFor(len(lens), 1, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			v := vf[targets[r]-1]
+			if math.IsNaN(v) {
 				continue
 			}
-			if !math.IsNaN(next) {
-				g[t] += vf - next
+			next := math.NaN() // return at the next fork-incoming token
+			for t := starts[r] + lens[r] - 1; t >= starts[r]; t-- {
+				if fork[states[t]] {
+					next = g[t]
+					continue
+				}
+				if !math.IsNaN(next) {
+					g[t] += v - next
+				}
 			}
 		}
+	})
+}
+
+// rolloutsByTarget lists each target's rollouts (targets 1..w), in order.
+func rolloutsByTarget(targets []int, w int) [][]int {
+	by := make([][]int, w)
+	for r, x := range targets {
+		by[x-1] = append(by[x-1], r)
 	}
+	return by
 }
 
 // rolloutStarts lists the index of each rollout's first token.
@@ -268,35 +342,43 @@ func rolloutStarts(lens []int) []int {
 }
 
 // returnsToGo lists, token by token, each rollout's return to go
-// 1{hit} - beta (T - t): the reward of the rest of the rollout.
+// 1{hit} - beta (T - t), T its length.
 func returnsToGo(lens []int, hit []bool, beta float64) []float64 {
+	return returnsToGoInto(nil, lens, hit, beta)
+}
+
+// returnsToGoInto is returnsToGo written into dst's memory when it is
+// large enough, rollouts in parallel.
+func returnsToGoInto(dst []float64, lens []int, hit []bool, beta float64) []float64 {
+	starts := rolloutStarts(lens)
 	n := 0
-	for _, l := range lens {
-		n += l
+	if len(lens) > 0 {
+		n = starts[len(lens)-1] + lens[len(lens)-1]
 	}
-	g := make([]float64, 0, n)
-	for i, l := range lens {
-		h := 0.0
-		if hit[i] {
-			h = 1
+	g := kernels.Grow(dst, n)
+	kernels.ParallelFor(len(lens), 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			h := 0.0
+			if hit[i] {
+				h = 1
+			}
+			l, k := lens[i], starts[i]
+			for t := range l {
+				g[k+t] = h - beta*float64(l-t)
+			}
 		}
-		for t := range l {
-			g = append(g, h-beta*float64(l-t))
-		}
-	}
+	})
 	return g
 }
 
 // normalize centres advantages and divides them by their standard deviation.
 func normalize(adv []float64) {
-	mean := 0.0
-	for _, a := range adv {
-		mean += a
-	}
-	mean /= float64(max(len(adv), 1))
-	for i := range adv {
-		adv[i] -= mean
-	}
+	mean := parallelSum(len(adv), sumOf(adv)) / float64(max(len(adv), 1))
+	kernels.ParallelFor(len(adv), tokenBlock, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			adv[k] -= mean
+		}
+	})
 	scale(adv)
 }
 
@@ -308,16 +390,16 @@ func normalize(adv []float64) {
 // the policy away from its optimum (the prompted transformer, at the
 // golden path's 7 transitions, fell to missing a third of its targets).
 func scale(adv []float64) {
-	var sq float64
-	for _, a := range adv {
-		sq += a * a
-	}
+	sq := parallelSum(len(adv), func(lo, hi int) float64 { return kernels.SumSquares(adv[lo:hi]) })
 	std := math.Sqrt(sq / float64(max(len(adv), 1)))
 	if std <= 1e-9 {
 		clear(adv)
 		return
 	}
-	for i := range adv {
-		adv[i] /= std
-	}
+	inv := 1 / std
+	kernels.ParallelFor(len(adv), tokenBlock, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			adv[k] *= inv
+		}
+	})
 }

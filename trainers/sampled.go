@@ -35,6 +35,11 @@ type sampled struct {
 	batch            BatchStats
 	critic           *critic
 	fork             []bool
+
+	// Per-token memory reused from step to step (a paper-size batch holds
+	// millions of tokens).
+	states, last []int32
+	adv, div     []float64
 }
 
 func newSampled(g *tasks.Graph, cfg Config) *sampled {
@@ -122,13 +127,15 @@ func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, 
 		return nil, nil, nil, nil, fmt.Errorf("trainers: step %d: %w", t.done, err)
 	}
 	lens := s.record(&b.Batch, horizon, cfg.Beta)
-	states, last := b.States(t.g)
+	s.states, s.last = b.StatesInto(t.g, s.states, s.last)
+	states, last := s.states, s.last
 	_, m := cfg.Trainer.epochs(cfg)
 	agg := cfg.LossAgg // the group-relative trainers' choice; the others' is per token
 	if !cfg.Trainer.Grouped() {
 		agg = "token"
 	}
-	div := lossDivisors(agg, lens, m, horizon)
+	s.div = lossDivisors(agg, lens, m, horizon, s.div)
+	div := s.div
 	var adv []float64
 	switch {
 	case cfg.Trainer.Grouped():
@@ -141,7 +148,8 @@ func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, 
 			normalize(adv)
 		}
 	default:
-		adv = tokenAdvantages(lens, b.Hit, states, t.g.NumStates(), b.Targets, t.g.W(), cfg.Beta, cfg.Baseline, s.fork, cfg.NormalizeAdvantages)
+		s.adv = tokenAdvantages(lens, b.Hit, states, t.g.NumStates(), b.Targets, t.g.W(), cfg.Beta, cfg.Baseline, s.fork, cfg.NormalizeAdvantages, s.adv)
+		adv = s.adv
 	}
 	s.batch.Entropy = t.sampled().entropy(b, states)
 	return b, states, adv, div, nil
@@ -199,12 +207,15 @@ type ratioStats struct {
 	gradNorm float64
 }
 
-func (rs *ratioStats) add(r, clip float64) {
-	rs.kl += (r - 1) - math.Log(r)
+func (rs *ratioStats) add(r, clip float64) { rs.addN(r, clip, 1) }
+
+// addN adds n tokens of ratio r.
+func (rs *ratioStats) addN(r, clip, n float64) {
+	rs.kl += n * ((r - 1) - math.Log(r))
 	if math.Abs(r-1) > clip {
-		rs.clipped++
+		rs.clipped += n
 	}
-	rs.n++
+	rs.n += n
 }
 
 // record writes the means into the batch statistics (the ratio's nothing

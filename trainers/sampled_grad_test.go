@@ -54,7 +54,7 @@ func TestSampledGradientMatchesExact(t *testing.T) {
 	t.Logf("hitting time %.4g, %d tokens", bg.res.HittingTime, b.Tokens())
 	states, _ := b.States(g)
 	for _, baseline := range []string{"fork", "state-target", "state", "batch"} {
-		adv := tokenAdvantages(lens, b.Hit, states, g.NumStates(), b.Targets, g.W(), beta, baseline, forkStates(g), false)
+		adv := tokenAdvantages(lens, b.Hit, states, g.NumStates(), b.Targets, g.W(), beta, baseline, forkStates(g), false, nil)
 		est := make([]float64, len(g.Next))
 		for tok, e := range b.Entries {
 			s := int(states[tok])
