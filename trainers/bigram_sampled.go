@@ -7,6 +7,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/nn"
 	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 )
 
@@ -31,7 +32,7 @@ func (b *bigram) buildSampled() (*G.Node, error) {
 		return reinforceLoss(logp, b.in.node)
 	}
 	g := model.Graph()
-	cost, advPos, advNeg, oldLog, err := clippedLoss(g, logp, p, cfg.Clip)
+	cost, advPos, advNeg, oldLog, err := clippedLoss(g, logp, p, cfg.Clip, nn.Fused)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,10 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/rlvr-backtrack/backtrack/nn"
 	"github.com/rlvr-backtrack/backtrack/nn/kernels"
+	"github.com/rlvr-backtrack/backtrack/nn/ops"
+	"github.com/rlvr-backtrack/backtrack/nn/stock"
 )
 
 // The losses of sampled RLVR, built in the gorgonia graph over a vector of
@@ -28,36 +31,24 @@ func reinforceLoss(logp, w *G.Node) (*G.Node, error) {
 	return G.Mul(w, logp) // (P) . (P) -> ()
 }
 
-// ppoObjective is PPO's clipped surrogate (Schulman et al. 2017) summed
-// over items: sum_i A+_i min(r_i, 1+eps) + A-_i max(r_i, 1-eps), with
-// r_i = exp(logp_i - oldLogp_i). min(r, c) = r - relu(r - c) and
-// max(r, c) = r + relu(c - r) keep it in stock ops. Advantages arrive
-// already divided by the number of tokens.
-func ppoObjective(logp, oldLogp, advPos, advNeg *G.Node, eps float64) (obj *G.Node, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			obj, err = nil, fmt.Errorf("trainers: ppo loss: %v", r)
-		}
-	}()
-	hi := G.NewConstant(1+eps, G.WithName("1+eps"))
-	lo := G.NewConstant(1-eps, G.WithName("1-eps"))
-	r := G.Must(G.Exp(G.Must(G.Sub(logp, oldLogp))))                   // (P) ratio pi/pi_old
-	upper := G.Must(G.Sub(r, G.Must(G.Rectify(G.Must(G.Sub(r, hi)))))) // (P) min(r, 1+eps)
-	lower := G.Must(G.Add(r, G.Must(G.Rectify(G.Must(G.Sub(lo, r)))))) // (P) max(r, 1-eps)
-	pos := G.Must(G.Mul(advPos, upper))                                // (P) . (P) -> ()
-	neg := G.Must(G.Mul(advNeg, lower))                                // (P) . (P) -> ()
-	return G.Add(pos, neg)
-}
-
-// clippedLoss adds to g minus PPO's clipped surrogate (ppoObjective) over
-// the n items' log-probabilities logp, and its constants: the items'
-// positive and negative advantages and their log-probabilities under the
-// policy that sampled them.
-func clippedLoss(g *G.ExprGraph, logp *G.Node, n int, clip float64) (cost *G.Node, advPos, advNeg, oldLog vec, err error) {
+// clippedLoss adds to g minus PPO's clipped surrogate (Schulman et al.
+// 2017) summed over the n items' log-probabilities logp,
+//
+//	sum_i A+_i min(r_i, 1+eps) + A-_i max(r_i, 1-eps),  r_i = exp(logp_i - oldLogp_i),
+//
+// built of the ops o says (ops.ClippedSurrogate, or its stock form
+// stock.ClippedSurrogate), and its constants: the items' positive and
+// negative advantages (already divided by the number of tokens) and their
+// log-probabilities under the policy that sampled them.
+func clippedLoss(g *G.ExprGraph, logp *G.Node, n int, clip float64, o nn.Ops) (cost *G.Node, advPos, advNeg, oldLog vec, err error) {
 	advPos, advNeg, oldLog = newVec(g, n, "adv+"), newVec(g, n, "adv-"), newVec(g, n, "logp_old")
-	obj, err := ppoObjective(logp, oldLog.node, advPos.node, advNeg.node, clip)
+	surrogate := ops.ClippedSurrogate
+	if o == nn.Stock {
+		surrogate = stock.ClippedSurrogate
+	}
+	obj, err := surrogate(logp, oldLog.node, advPos.node, advNeg.node, clip)
 	if err != nil {
-		return nil, advPos, advNeg, oldLog, err
+		return nil, advPos, advNeg, oldLog, fmt.Errorf("trainers: ppo loss: %w", err)
 	}
 	cost, err = G.Neg(obj)
 	return cost, advPos, advNeg, oldLog, err

@@ -10,6 +10,8 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/nn/ops"
+	"github.com/rlvr-backtrack/backtrack/nn/stock"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -24,35 +26,40 @@ func constVec(g *G.ExprGraph, name string, x []float64) *G.Node {
 // ratio 1.1 with A- = -1 are not clipped. Objective 1.2 - 1.6 + 0.5 - 1.1
 // = -1; gradient w.r.t. log pi: 0 where clipped, A r elsewhere.
 func TestPPOObjectiveKnownAnswer(t *testing.T) {
-	g := G.NewGraph()
-	logp := constVec(g, "logp", []float64{math.Log(0.5), math.Log(0.2), math.Log(0.9), math.Log(0.55)})
-	old := constVec(g, "old", []float64{math.Log(0.25), math.Log(0.3), math.Log(0.9), math.Log(0.5)})
-	pos := constVec(g, "pos", []float64{1, 0, 0.5, 0})
-	neg := constVec(g, "neg", []float64{0, -2, 0, -1})
-	obj, err := ppoObjective(logp, old, pos, neg, 0.2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	grads, err := G.Grad(obj, logp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var objV, gradV G.Value
-	G.Read(obj, &objV)
-	G.Read(grads[0], &gradV)
-	vm := G.NewTapeMachine(g)
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		t.Fatal(err)
-	}
-	if got := objV.Data().(float64); math.Abs(got-(-1)) > 1e-12 {
-		t.Errorf("objective: got %v, want -1", got)
-	}
-	want := []float64{0, 0, 0.5, -1.1}
-	for i, got := range gradV.Data().([]float64) {
-		if math.Abs(got-want[i]) > 1e-12 {
-			t.Errorf("d objective / d log pi[%d]: got %v, want %v", i, got, want[i])
-		}
+	for name, surrogate := range map[string]func(logp, old, pos, neg *G.Node, eps float64) (*G.Node, error){
+		"fused": ops.ClippedSurrogate, "stock": stock.ClippedSurrogate} {
+		t.Run(name, func(t *testing.T) {
+			g := G.NewGraph()
+			logp := constVec(g, "logp", []float64{math.Log(0.5), math.Log(0.2), math.Log(0.9), math.Log(0.55)})
+			old := constVec(g, "old", []float64{math.Log(0.25), math.Log(0.3), math.Log(0.9), math.Log(0.5)})
+			pos := constVec(g, "pos", []float64{1, 0, 0.5, 0})
+			neg := constVec(g, "neg", []float64{0, -2, 0, -1})
+			obj, err := surrogate(logp, old, pos, neg, 0.2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			grads, err := G.Grad(obj, logp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var objV, gradV G.Value
+			G.Read(obj, &objV)
+			G.Read(grads[0], &gradV)
+			vm := G.NewTapeMachine(g)
+			defer vm.Close()
+			if err := vm.RunAll(); err != nil {
+				t.Fatal(err)
+			}
+			if got := objV.Data().(float64); math.Abs(got-(-1)) > 1e-12 {
+				t.Errorf("objective: got %v, want -1", got)
+			}
+			want := []float64{0, 0, 0.5, -1.1}
+			for i, got := range gradV.Data().([]float64) {
+				if math.Abs(got-want[i]) > 1e-12 {
+					t.Errorf("d objective / d log pi[%d]: got %v, want %v", i, got, want[i])
+				}
+			}
+		})
 	}
 }
 
@@ -125,7 +132,7 @@ func TestPPOFirstEpochIsREINFORCE(t *testing.T) {
 	}
 	ppo := grad(func(m *nn.Bigram) (*G.Node, error) {
 		gr := m.Graph()
-		obj, err := ppoObjective(m.LogProbs(), constVec(gr, "old", old), constVec(gr, "pos", pos), constVec(gr, "neg", neg), 0.2)
+		obj, err := ops.ClippedSurrogate(m.LogProbs(), constVec(gr, "old", old), constVec(gr, "pos", pos), constVec(gr, "neg", neg), 0.2)
 		if err != nil {
 			return nil, err
 		}

@@ -241,7 +241,7 @@ func (l *transformer) newPasses(cfg Config, opts TransformerOptions) error {
 		if err != nil {
 			return err
 		}
-		l.windows, err = newPass(cfg, l.fw, l.tr.Graph(), ps, l.solv)
+		l.windows, err = newPass(cfg, opts.Ops, l.fw, l.tr.Graph(), ps, l.solv)
 		return err
 	}
 	groups, err := l.tableGroups(cfg, opts)
@@ -250,7 +250,7 @@ func (l *transformer) newPasses(cfg Config, opts TransformerOptions) error {
 	}
 	l.solv = groups
 	rest, b := ps[:len(ps)-1], ps[len(ps)-1]
-	if l.windows, err = newPass(cfg, l.fw, l.tr.Graph(), rest, groups.Solver(0)); err != nil {
+	if l.windows, err = newPass(cfg, opts.Ops, l.fw, l.tr.Graph(), rest, groups.Solver(0)); err != nil {
 		return err
 	}
 	g := G.NewGraph()
@@ -268,7 +268,7 @@ func (l *transformer) newPasses(cfg Config, opts TransformerOptions) error {
 	if l.tbl, err = nn.NewTableBatch(table, chunk, width, opts.Ops); err != nil {
 		return err
 	}
-	l.table, err = newPass(cfg, l.tbl, g, G.Nodes{table}, groups.Solver(1))
+	l.table, err = newPass(cfg, opts.Ops, l.tbl, g, G.Nodes{table}, groups.Solver(1))
 	return err
 }
 

@@ -28,6 +28,7 @@ type items interface {
 // parameters with its solver group.
 type pass struct {
 	cfg   Config // the trainer whose loss the pass holds
+	ops   nn.Ops // of the loss's clipped surrogate
 	items items
 	n, r  int // positions and slots per position of a fill
 	in    lossInputs
@@ -52,10 +53,10 @@ func (in *lossInputs) all() []vec {
 	return []vec{in.w, in.advPos, in.advNeg, in.oldLog, in.share, in.refLog}
 }
 
-// newPass builds the trainer's loss over it in graph g (its items' graph)
-// and its step on learnables with solver.
-func newPass(cfg Config, it items, g *G.ExprGraph, learnables G.Nodes, solver G.Solver) (*pass, error) {
-	p := &pass{cfg: cfg, items: it, n: it.Taken().Shape()[0]}
+// newPass builds the trainer's loss over it in graph g (its items' graph),
+// of ops o, and its step on learnables with solver.
+func newPass(cfg Config, o nn.Ops, it items, g *G.ExprGraph, learnables G.Nodes, solver G.Solver) (*pass, error) {
+	p := &pass{cfg: cfg, ops: o, items: it, n: it.Taken().Shape()[0]}
 	p.r = it.LogProbs().Shape()[0] / p.n
 	cost, err := p.lossOf(g)
 	if err != nil {
@@ -78,7 +79,7 @@ func (p *pass) lossOf(g *G.ExprGraph) (*G.Node, error) {
 		in.w = newVec(g, n, "token_weights")
 		return reinforceLoss(taken, in.w.node) // sum_t w_t log pi(a_t)
 	}
-	cost, advPos, advNeg, oldLog, err := clippedLoss(g, taken, n, cfg.Clip)
+	cost, advPos, advNeg, oldLog, err := clippedLoss(g, taken, n, cfg.Clip, p.ops)
 	if err != nil {
 		return nil, err
 	}
