@@ -86,6 +86,18 @@ func monteCarlo(ctx context.Context, n int, seed uint64, w int, f rolloutFunc) (
 	return summarize(lens, hits), nil
 }
 
+// Summary is the Monte Carlo summary of a batch's rollouts (as MonteCarlo
+// summarises its own): a batch of on-policy rollouts with uniform targets
+// is a Monte Carlo measurement of the policy that drew it, within its
+// horizon.
+func (b *Batch) Summary() MCResult {
+	lens := make([]int, len(b.Targets))
+	for i := range lens {
+		lens[i] = b.Len(i)
+	}
+	return summarize(lens, b.Hit)
+}
+
 // summarize is the Monte Carlo summary of rollouts of the given lengths,
 // hitting or not.
 func summarize(lens []int, hits []bool) MCResult {

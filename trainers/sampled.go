@@ -113,18 +113,9 @@ func (t *Trainer) sampledStep(ctx context.Context) error {
 // group-relative advantages, grpo.go) and its loss divisor.
 func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, []float64, []float64, error) {
 	s, cfg := t.smp, t.cfg
-	est, err := t.sampled().estimate(ctx)
+	b, horizon, err := t.drawBatch(ctx)
 	if err != nil {
 		return nil, nil, nil, nil, err
-	}
-	horizon := int(math.Ceil(cfg.HorizonFactor * est))
-	var targets []int // nil: a uniform target per rollout
-	if cfg.Trainer.Grouped() {
-		targets = groupTargets(cfg.Rollouts, cfg.GroupSize, t.g.W(), t.stepSeed())
-	}
-	b, err := t.sampled().rollouts(ctx, cfg.Rollouts, horizon, t.stepSeed(), targets)
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("trainers: step %d: %w", t.done, err)
 	}
 	lens := s.record(&b.Batch, horizon, cfg.Beta)
 	s.states, s.last = b.StatesInto(t.g, s.states, s.last)
@@ -153,6 +144,29 @@ func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, 
 	}
 	s.batch.Entropy = t.sampled().entropy(b, states)
 	return b, states, adv, div, nil
+}
+
+// drawBatch samples the current step's rollouts: Rollouts of the current
+// policy with horizon HorizonFactor x its current hitting time (exact, or
+// the estimate the step's horizon is taken from), toward uniform targets
+// or the group-relative trainers' groups, from the step's seed. It
+// returns the batch and its horizon.
+func (t *Trainer) drawBatch(ctx context.Context) (*eval.AgentBatch, int, error) {
+	cfg := t.cfg
+	est, err := t.sampled().estimate(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	horizon := int(math.Ceil(cfg.HorizonFactor * est))
+	var targets []int // nil: a uniform target per rollout
+	if cfg.Trainer.Grouped() {
+		targets = groupTargets(cfg.Rollouts, cfg.GroupSize, t.g.W(), t.stepSeed())
+	}
+	b, err := t.sampled().rollouts(ctx, cfg.Rollouts, horizon, t.stepSeed(), targets)
+	if err != nil {
+		return nil, 0, fmt.Errorf("trainers: step %d: %w", t.done, err)
+	}
+	return b, horizon, nil
 }
 
 // forkStates marks the fork-incoming states (baseline "fork": the walk

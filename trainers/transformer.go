@@ -100,7 +100,9 @@ type transformer struct {
 	// update to update (transformer_table.go).
 	tableIn []tableTokens
 	buf     eval.Buffers // the rollouts' memory, reused from step to step
+	drawn   drawKey      // what buf's batch was drawn for (rollouts)
 	mcCap   int          // the Monte Carlo horizon
+	startH  float64      // the starting bigram's exact hitting time
 	// tokenBytes is a sampled transition's memory (transitionWords).
 	tokenBytes float64
 	traces     []tokenSeq // distill with fixed traces
@@ -117,6 +119,10 @@ type transformerState struct {
 	MCStep    int           `json:"mc_step"` // the step MC was taken at (-1: none)
 	Loss      float64       `json:"loss"`
 	NextTrace int           `json:"next_trace"`
+	// Est is the hitting time the horizon of step EstStep's rollouts is
+	// taken from (estimate), fixed at the step's first use.
+	Est     float64 `json:"horizon_estimate"`
+	EstStep int     `json:"horizon_step"`
 }
 
 // tokenSeq is a sequence of tokens toward a target (its prompt).
@@ -139,12 +145,12 @@ func newTransformer(t *Trainer, s Setup) (*transformer, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &transformer{t: t, opts: opts, tok: tokenizer.New(g), ref: startBigram.Probs(), teacher: s.Teacher, st: transformerState{MCStep: -1}}
+	l := &transformer{t: t, opts: opts, tok: tokenizer.New(g), ref: startBigram.Probs(), teacher: s.Teacher, st: transformerState{MCStep: -1, EstStep: -1}}
 	start, err := t.an.Analyze(l.ref)
 	if err != nil {
 		return nil, fmt.Errorf("trainers: starting bigram: %w", err)
 	}
-	l.mcCap = int(math.Ceil(50 * start.HittingTime))
+	l.mcCap, l.startH = int(math.Ceil(50*start.HittingTime)), start.HittingTime
 	if cfg.Trainer == Distill && cfg.DistillTraces > 0 {
 		r, err := t.an.Analyze(s.Teacher)
 		if err != nil {

@@ -48,16 +48,44 @@ func (a *agent) Next(s int, rng *rand.Rand) (int, float64, error) {
 }
 
 // rollouts samples the transformer into the learner's buffers: the batch
-// is valid until the next call.
+// is valid until the next call. A call at the step of the previous one,
+// with the same arguments and parameters, returns its batch again without
+// sampling: a measurement that drew the step's batch (measure) leaves it
+// to the step's update.
 func (l *transformer) rollouts(ctx context.Context, n, horizon int, seed uint64, targets []int) (*eval.AgentBatch, error) {
+	key := drawKey{step: l.t.done, n: n, horizon: horizon, seed: seed, grouped: targets != nil}
+	if l.drawn.batch != nil && l.drawn.same(key) {
+		return l.drawn.batch, nil
+	}
+	l.drawn = drawKey{}
 	agents := l.newAgent()
 	if l.table != nil {
 		agents = l.newRowAgent()
 	}
+	var b *eval.AgentBatch
+	var err error
 	if targets != nil {
-		return l.buf.AgentRolloutsTo(ctx, l.t.g, agents, targets, horizon, seed)
+		b, err = l.buf.AgentRolloutsTo(ctx, l.t.g, agents, targets, horizon, seed)
+	} else {
+		b, err = l.buf.AgentRollouts(ctx, l.t.g, agents, n, horizon, seed)
 	}
-	return l.buf.AgentRollouts(ctx, l.t.g, agents, n, horizon, seed)
+	if err == nil {
+		l.drawn, l.drawn.batch = key, b
+	}
+	return b, err
+}
+
+// drawKey says what a batch of rollouts was drawn for: at one step the
+// parameters are fixed, and the group targets a function of the step.
+type drawKey struct {
+	step, n, horizon int
+	seed             uint64
+	grouped          bool
+	batch            *eval.AgentBatch
+}
+
+func (k drawKey) same(o drawKey) bool {
+	return k.step == o.step && k.n == o.n && k.horizon == o.horizon && k.seed == o.seed && k.grouped == o.grouped
 }
 
 // rowAgent is an agent that also reports the row of log-probabilities it

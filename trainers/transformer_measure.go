@@ -9,20 +9,35 @@ import (
 	"github.com/rlvr-backtrack/backtrack/eval"
 )
 
-// estimate is the latest Monte Carlo hitting time when every evaluation
-// rollout hit, and otherwise the mean length with the misses counted at the
-// evaluation horizon: a lower bound. The mean over hits alone would be
-// biased low: a policy that hits one target in 2K+1 steps and loops
-// otherwise would get a horizon too short for any rollout to find the
-// other targets, and no signal to learn them.
+// estimate is the hitting time the current step's horizon is taken from:
+// the latest Monte Carlo hitting time when every evaluation rollout hit,
+// and otherwise the mean length with the misses counted at the evaluation
+// horizon: a lower bound. The mean over hits alone would be biased low: a
+// policy that hits one target in 2K+1 steps and loops otherwise would get
+// a horizon too short for any rollout to find the other targets, and no
+// signal to learn them. It is fixed at a step's first call (a measurement
+// taken on the step's own rollouts must not change their horizon); before
+// any measurement of a sampled trainer it is the starting bigram's exact
+// hitting time, which the transformer equals at step 0.
 func (l *transformer) estimate(ctx context.Context) (float64, error) {
-	if l.st.MCStep < 0 { // no measurement yet
+	t := l.t
+	if l.st.EstStep == t.done {
+		return l.st.Est, nil
+	}
+	switch {
+	case l.st.MCStep >= 0:
+		l.st.Est = l.latest()
+	case t.cfg.Trainer.Sampled() && t.done == 0:
+		l.st.Est = l.startH
+	default:
 		var row Row
 		if err := l.measure(ctx, &row); err != nil {
 			return math.NaN(), err
 		}
+		l.st.Est = l.latest()
 	}
-	return l.latest(), nil
+	l.st.EstStep = t.done
+	return l.st.Est, nil
 }
 
 // evalRollouts is the number of rollouts of the next measurement
@@ -47,14 +62,27 @@ func (l *transformer) latest() float64 {
 }
 
 // measure is a Monte Carlo hitting time with its 95% confidence interval,
-// and the success rate within 50x the starting bigram's hitting time (when
-// some rollouts miss, the row holds the lower bound of estimate and no
-// interval), taken at step 0, every LogEvery steps and at the step cap;
-// rows in between repeat the latest.
+// and the success rate within the horizon (when some rollouts miss, the
+// row holds the lower bound of estimate and no interval), taken at step
+// 0, every LogEvery steps and at the step cap; rows in between repeat the
+// latest.
+//
+// A sampled trainer measures on the step's own batch of rollouts
+// (onBatch), which its update then trains on: on-policy rollouts of the
+// current parameters, an unbiased measurement whenever they all hit. Only
+// a batch whose interval comes near the stop rule's band is followed by
+// a measurement of EvalRollouts fresh rollouts (within EvalTokens), the
+// precision the rule's screen needs; the stop decision and the final
+// value are measured afresh on rollouts of their own (Trainer.confirm,
+// Trainer.Final). At the paper's size the fresh periodic measurements had
+// cost about half as many sampled tokens as training.
 func (l *transformer) measure(ctx context.Context, row *Row) error {
 	t, cfg := l.t, l.t.cfg
 	if l.st.MCStep < 0 || (l.st.MCStep != t.done && (t.done%cfg.LogEvery == 0 || t.done >= cfg.Steps)) {
-		mc, err := eval.AgentMonteCarlo(ctx, t.g, l.newAgent(), l.evalRollouts(), l.mcCap, cfg.Seed^0x1f83d9abfb41bd6b^uint64(t.done)*0x9e3779b97f4a7c15)
+		mc, ok, err := l.onBatch(ctx)
+		if err == nil && !ok {
+			mc, err = l.freshMeasure(ctx)
+		}
 		if err != nil {
 			return fmt.Errorf("trainers: step %d: %w", t.done, err)
 		}
@@ -69,6 +97,37 @@ func (l *transformer) measure(ctx context.Context, row *Row) error {
 		row.Objective = l.st.Loss
 	}
 	return nil
+}
+
+// onBatch measures a sampled trainer on the current step's batch of
+// rollouts, drawn now (and kept for the step's update, rollouts). It
+// reports false when the measurement must be fresh instead: not a
+// sampled trainer, a batch over the memory budget (Trainer.batchBytes
+// stops the run), or a batch whose interval is near the stop rule's band
+// (every rollout hit and its mean less two half-widths within until of
+// the limit).
+func (l *transformer) onBatch(ctx context.Context) (eval.MCResult, bool, error) {
+	t, cfg := l.t, l.t.cfg
+	if !cfg.Trainer.Sampled() {
+		return eval.MCResult{}, false, nil
+	}
+	if need, err := t.batchBytes(ctx); err != nil || need > float64(t.g.Config.Budget()) {
+		return eval.MCResult{}, false, err
+	}
+	b, _, err := t.drawBatch(ctx)
+	if err != nil {
+		return eval.MCResult{}, false, err
+	}
+	mc := b.Summary()
+	near := cfg.Until > 0 && t.limit > 0 && mc.SuccessRate == 1 && mc.HittingTime-2*mc.CI95 <= (1+cfg.Until)*t.limit
+	return mc, !near, nil
+}
+
+// freshMeasure is a Monte Carlo measurement on EvalRollouts fresh
+// rollouts (evalRollouts), seeded by the step.
+func (l *transformer) freshMeasure(ctx context.Context) (eval.MCResult, error) {
+	t, cfg := l.t, l.t.cfg
+	return eval.AgentMonteCarlo(ctx, t.g, l.newAgent(), l.evalRollouts(), l.mcCap, cfg.Seed^0x1f83d9abfb41bd6b^uint64(t.done)*0x9e3779b97f4a7c15)
 }
 
 // tensors are the transformer's parameters, one named tensor each, in
@@ -92,5 +151,6 @@ func (l *transformer) setTensors(ck *checkpoints.Checkpoint) error {
 		}
 		vals = append(vals, d)
 	}
+	l.drawn = drawKey{} // a batch drawn before is another policy's
 	return l.tr.SetParamValues(vals)
 }
