@@ -95,6 +95,7 @@ var columns = []column{
 	batch("clip_frac", 'g', func(r *record) float64 { return r.Batch.ClipFrac }),
 	monteCarlo("hitting_time_ci95", func(r *record) float64 { return r.HittingTimeCI95 }),
 	monteCarlo("mc_success_rate", func(r *record) float64 { return r.MCSuccessRate }),
+	only(func(r *record) bool { return r.Estimated && r.sampled }, column{name: "measured_tokens", get: func(r *record) float64 { return float64(r.MeasuredTokens) }, kind: 'i'}),
 	batch("entropy", 'g', func(r *record) float64 { return r.Batch.Entropy }),
 	batch("reward_mean", 'g', func(r *record) float64 { return r.Batch.RewardMean }),
 	batch("reward_std", 'g', func(r *record) float64 { return r.Batch.RewardStd }),

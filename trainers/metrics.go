@@ -50,6 +50,9 @@ type Row struct {
 	// trained so far (summed over epochs; see ratioStats.trained), and the
 	// latest batch.
 	Tokens, Rollouts, TrainedTokens int
+	// MeasuredTokens are the tokens sampled so far by fresh Monte Carlo
+	// measurements (periodic ones, stop decisions), beside Tokens.
+	MeasuredTokens int
 	Batch                           BatchStats
 	// LR is the learning rate of the next step (Config.LRDecay), and
 	// StepSeconds the wall time of the last step this process took (NaN

@@ -123,6 +123,8 @@ type transformerState struct {
 	// taken from (estimate), fixed at the step's first use.
 	Est     float64 `json:"horizon_estimate"`
 	EstStep int     `json:"horizon_step"`
+	// Measured counts the tokens sampled by fresh measurements so far.
+	Measured int `json:"measured_tokens"`
 }
 
 // tokenSeq is a sequence of tokens toward a target (its prompt).

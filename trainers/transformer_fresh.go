@@ -14,7 +14,7 @@ func (l *transformer) fresh(ctx context.Context, seed uint64) (eval.MCResult, er
 	if l.opts.FinalTokens > 0 && l.st.MCStep >= 0 {
 		n = min(n, max(min(200, n), int(float64(l.opts.FinalTokens)/max(l.latest(), 1))))
 	}
-	return eval.AgentMonteCarlo(ctx, l.t.g, l.newAgent(), n, l.mcCap, seed)
+	return l.monteCarlo(ctx, n, seed)
 }
 
 // adopt makes m the current step's measurement (estimator).

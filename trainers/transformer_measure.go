@@ -93,6 +93,7 @@ func (l *transformer) measure(ctx context.Context, row *Row) error {
 		ci = math.NaN()
 	}
 	row.HittingTime, row.HittingTimeCI95, row.MCSuccessRate, row.Estimated = l.latest(), ci, l.st.MC.SuccessRate, true
+	row.MeasuredTokens = l.st.Measured
 	if cfg.Trainer.CrossEntropy() && t.done > 0 {
 		row.Objective = l.st.Loss
 	}
@@ -127,7 +128,17 @@ func (l *transformer) onBatch(ctx context.Context) (eval.MCResult, bool, error) 
 // rollouts (evalRollouts), seeded by the step.
 func (l *transformer) freshMeasure(ctx context.Context) (eval.MCResult, error) {
 	t, cfg := l.t, l.t.cfg
-	return eval.AgentMonteCarlo(ctx, t.g, l.newAgent(), l.evalRollouts(), l.mcCap, cfg.Seed^0x1f83d9abfb41bd6b^uint64(t.done)*0x9e3779b97f4a7c15)
+	return l.monteCarlo(ctx, l.evalRollouts(), cfg.Seed^0x1f83d9abfb41bd6b^uint64(t.done)*0x9e3779b97f4a7c15)
+}
+
+// monteCarlo measures the current policy on n fresh rollouts seeded by
+// seed and counts their tokens (transformerState.Measured).
+func (l *transformer) monteCarlo(ctx context.Context, n int, seed uint64) (eval.MCResult, error) {
+	mc, err := eval.AgentMonteCarlo(ctx, l.t.g, l.newAgent(), n, l.mcCap, seed)
+	if err == nil {
+		l.st.Measured += int(math.Round(mc.MeanLength * float64(mc.N)))
+	}
+	return mc, err
 }
 
 // tensors are the transformer's parameters, one named tensor each, in
