@@ -53,7 +53,7 @@ type Row struct {
 	// MeasuredTokens are the tokens sampled so far by fresh Monte Carlo
 	// measurements (periodic ones, stop decisions), beside Tokens.
 	MeasuredTokens int
-	Batch                           BatchStats
+	Batch          BatchStats
 	// LR is the learning rate of the next step (Config.LRDecay), and
 	// StepSeconds the wall time of the last step this process took (NaN
 	// at the first row and at the first row after a resume).
