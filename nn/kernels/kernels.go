@@ -157,6 +157,10 @@ func Gemm(transA, transB bool, alpha float64, a, b Matrix, beta float64, c Matri
 		}
 		return
 	}
+	if haveAVX && alpha == 1 && !(transA && transB) {
+		gemmRows(transA, transB, a, b, beta, c)
+		return
+	}
 	ta, tb := blas.NoTrans, blas.NoTrans
 	if transA {
 		ta = blas.Trans
@@ -167,10 +171,78 @@ func Gemm(transA, transB bool, alpha float64, a, b Matrix, beta float64, c Matri
 	blas64.Gemm(ta, tb, alpha, a, b, beta, c)
 }
 
+// gemmRows is Gemm with alpha 1 on the vector kernels, row by row of c on
+// all cores: c[i] = beta c[i] + op(a)[i] op(b), one Axpys over b's rows
+// (its 16-wide blocks kept in registers over the whole inner dimension)
+// or, when b is transposed, one Dots over them. gonum's serial kernels
+// underneath blas64.Gemm are two-wide SSE2 without fused multiply-adds:
+// the attention's tables and their gradients spent a third of the windows
+// pass in them.
+func gemmRows(transA, transB bool, a, b Matrix, beta float64, c Matrix) {
+	inner := a.Cols
+	if transA {
+		inner = a.Rows
+	}
+	grain := max(1, (1<<16)/max(1, c.Cols*inner)) // rows per chunk: about 64k multiply-adds
+	ParallelFor(c.Rows, grain, func(lo, hi int) {
+		var x, tmp []float64
+		if transA {
+			x = make([]float64, inner)
+		}
+		if transB && beta != 0 {
+			tmp = make([]float64, c.Cols)
+		}
+		for i := lo; i < hi; i++ {
+			row := c.Data[i*c.Stride : i*c.Stride+c.Cols]
+			if transA { // column i of a
+				for k := range x {
+					x[k] = a.Data[k*a.Stride+i]
+				}
+			} else {
+				x = a.Data[i*a.Stride : i*a.Stride+inner]
+			}
+			if transB { // row[j] = beta row[j] + x . b[j]
+				if beta == 0 {
+					Dots(row, x, b.Data, b.Stride)
+					continue
+				}
+				Dots(tmp, x, b.Data, b.Stride)
+				for j, v := range tmp {
+					row[j] = beta*row[j] + v
+				}
+				continue
+			}
+			switch beta {
+			case 0:
+				clear(row)
+			case 1:
+			default:
+				for j := range row {
+					row[j] *= beta
+				}
+			}
+			Axpys(row, x, b.Data, b.Stride)
+		}
+	})
+}
+
 // Gemv computes y = alpha op(a) x + beta y, op a transpose when trans.
 func Gemv(trans bool, alpha float64, a Matrix, x []float64, beta float64, y []float64) {
 	if a.Rows == 0 || a.Cols == 0 {
 		return
+	}
+	if haveAVX && alpha == 1 && (beta == 0 || beta == 1) {
+		switch {
+		case !trans && beta == 0: // y = a x
+			Dots(y[:a.Rows], x[:a.Cols], a.Data, a.Stride)
+			return
+		case trans: // y = beta y + a^T x
+			if beta == 0 {
+				clear(y[:a.Cols])
+			}
+			Axpys(y[:a.Cols], x[:a.Rows], a.Data, a.Stride)
+			return
+		}
 	}
 	t := blas.NoTrans
 	if trans {
@@ -182,6 +254,13 @@ func Gemv(trans bool, alpha float64, a Matrix, x []float64, beta float64, y []fl
 // Ger adds alpha x y^T to a (len(x), len(y)).
 func Ger(alpha float64, x, y []float64, a Matrix) {
 	if a.Rows == 0 || a.Cols == 0 {
+		return
+	}
+	if haveAVX && alpha == 1 {
+		if len(x) < a.Rows || len(y) < a.Cols {
+			panic("kernels: ger: vectors shorter than the Matrix")
+		}
+		gerAVX(a.Data, x[:a.Rows], y[:a.Cols], a.Stride)
 		return
 	}
 	impl.Dger(a.Rows, a.Cols, alpha, x, 1, y, 1, a.Data, a.Stride)

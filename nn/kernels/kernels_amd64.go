@@ -68,3 +68,9 @@ func axpysAVX(dst, c, a []float64, stride int)
 //
 //go:noescape
 func expsAVX(dst, src []float64, m float64, c *[10]float64, table *float64)
+
+// gerAVX adds x[i] y to a[i*stride : i*stride+len(y)] for i < len(x); a
+// must hold them.
+//
+//go:noescape
+func gerAVX(a, x, y []float64, stride int)

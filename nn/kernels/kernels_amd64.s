@@ -428,3 +428,78 @@ exps_loop:
 exps_done:
 	VZEROUPPER
 	RET
+
+// func gerAVX(a, x, y []float64, stride int)
+// a[i*stride+j] += x[i] y[j] for i < len(x), j < len(y): one axpy per row
+// without a call per row.
+TEXT ·gerAVX(SB), NOSPLIT, $0-80
+	MOVQ a_base+0(FP), DI
+	MOVQ x_base+24(FP), R8
+	MOVQ x_len+32(FP), R9
+	MOVQ y_base+48(FP), SI
+	MOVQ y_len+56(FP), CX
+	MOVQ stride+72(FP), R10
+	SHLQ $3, R10
+	MOVQ CX, DX
+	ANDQ $-16, DX
+	MOVQ CX, R11
+	ANDQ $-4, R11
+	XORQ R12, R12
+
+ger_row:
+	CMPQ R12, R9
+	JGE  ger_done
+	VBROADCASTSD (R8)(R12*8), Y0
+	XORQ AX, AX
+	CMPQ AX, DX
+	JGE  ger_tail4
+
+ger_loop16:
+	VMOVUPD (DI)(AX*8), Y1
+	VMOVUPD 32(DI)(AX*8), Y2
+	VMOVUPD 64(DI)(AX*8), Y3
+	VMOVUPD 96(DI)(AX*8), Y4
+	VFMADD231PD (SI)(AX*8), Y0, Y1
+	VFMADD231PD 32(SI)(AX*8), Y0, Y2
+	VFMADD231PD 64(SI)(AX*8), Y0, Y3
+	VFMADD231PD 96(SI)(AX*8), Y0, Y4
+	VMOVUPD Y1, (DI)(AX*8)
+	VMOVUPD Y2, 32(DI)(AX*8)
+	VMOVUPD Y3, 64(DI)(AX*8)
+	VMOVUPD Y4, 96(DI)(AX*8)
+	ADDQ $16, AX
+	CMPQ AX, DX
+	JL   ger_loop16
+
+ger_tail4:
+	CMPQ AX, R11
+	JGE  ger_tail1
+
+ger_loop4:
+	VMOVUPD (DI)(AX*8), Y1
+	VFMADD231PD (SI)(AX*8), Y0, Y1
+	VMOVUPD Y1, (DI)(AX*8)
+	ADDQ $4, AX
+	CMPQ AX, R11
+	JL   ger_loop4
+
+ger_tail1:
+	CMPQ AX, CX
+	JGE  ger_next
+
+ger_loop1:
+	VMOVSD (DI)(AX*8), X1
+	VFMADD231SD (SI)(AX*8), X0, X1
+	VMOVSD X1, (DI)(AX*8)
+	INCQ AX
+	CMPQ AX, CX
+	JL   ger_loop1
+
+ger_next:
+	ADDQ R10, DI
+	INCQ R12
+	JMP  ger_row
+
+ger_done:
+	VZEROUPPER
+	RET

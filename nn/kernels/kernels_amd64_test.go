@@ -12,5 +12,6 @@ func TestKernelsWithoutAVX(t *testing.T) {
 	}
 	checkVectorKernels(t)
 	checkStridedKernels(t)
+	checkMatrixKernels(t)
 	checkExps(t)
 }

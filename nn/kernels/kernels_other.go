@@ -24,3 +24,5 @@ func axpysAVX(dst, c, a []float64, stride int) { panic("kernels: no AVX kernels 
 func expsAVX(dst, src []float64, m float64, c *[10]float64, table *float64) {
 	panic("kernels: no AVX kernels off amd64")
 }
+
+func gerAVX(a, x, y []float64, stride int) { panic("kernels: no AVX kernels off amd64") }
