@@ -120,15 +120,18 @@ func (v *Vocab) ID(name string) (int, error) {
 
 // Encode maps a path of state ids to token ids (the identity on valid
 // states: the check is what it adds).
-func (v *Vocab) Encode(path []int) ([]int, error) {
-	out := make([]int, len(path))
+func (v *Vocab) Encode(path []int) ([]int, error) { return v.EncodeTo(make([]int, 0, len(path)), path) }
+
+// EncodeTo appends the ids of path's states to dst and returns it (dst may
+// be path[:0]: the ids are written in place).
+func (v *Vocab) EncodeTo(dst, path []int) ([]int, error) {
 	for i, s := range path {
 		if s < 0 || s >= v.numStates {
 			return nil, fmt.Errorf("tokenizer: path position %d: state %d: want 0 to %d", i, s, v.numStates-1)
 		}
-		out[i] = s
+		dst = append(dst, s)
 	}
-	return out, nil
+	return dst, nil
 }
 
 // Decode maps token ids back to state ids; target and special tokens are

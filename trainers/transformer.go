@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/tokenizer"
 )
@@ -100,9 +101,18 @@ type transformer struct {
 	// update to update (transformer_table.go).
 	tableIn []tableTokens
 	buf     eval.Buffers // the rollouts' memory, reused from step to step
-	drawn   drawKey      // what buf's batch was drawn for (rollouts)
-	mcCap   int          // the Monte Carlo horizon
-	startH  float64      // the starting bigram's exact hitting time
+	seqs    []tokenSeq   // an update's sequences (sequencesInto), reused likewise
+	seqBuf  []int        // and their tokens
+	// rowStart is where each token of the step's batch starts in its
+	// rollout's rows (rowStarts).
+	rowStart struct {
+		step  int
+		batch *eval.AgentBatch
+		of    []int
+	}
+	drawn  drawKey // what buf's batch was drawn for (rollouts)
+	mcCap  int     // the Monte Carlo horizon
+	startH float64 // the starting bigram's exact hitting time
 	// tokenBytes is a sampled transition's memory (transitionWords).
 	tokenBytes float64
 	traces     []tokenSeq // distill with fixed traces
@@ -310,21 +320,30 @@ func (l *transformer) prompt(x int) int {
 // states of rollout i, s0 -> f first, toward its target; transition t of
 // rollout i is item b.Starts[i]+t.
 func (l *transformer) sequences(b *eval.Batch) ([]tokenSeq, error) {
+	seqs, _, err := l.sequencesInto(b, nil, nil)
+	return seqs, err
+}
+
+// sequencesInto is sequences with the tokens of every rollout back to back
+// in buf's memory and the sequences in seqs' when they are large enough
+// (an update's, reused from step to step); it returns both.
+func (l *transformer) sequencesInto(b *eval.Batch, seqs []tokenSeq, buf []int) ([]tokenSeq, []int, error) {
 	g := l.t.g
-	out := make([]tokenSeq, len(b.Targets))
-	path := []int{}
-	for i := range out {
-		path = append(path[:0], 0)
+	buf = kernels.Grow(buf, len(b.Entries)+len(b.Targets))[:0]
+	seqs = kernels.Grow(seqs, len(b.Targets))
+	for i := range seqs {
+		at := len(buf)
+		buf = append(buf, 0)
 		for _, e := range b.Entries[b.Starts[i]:b.Starts[i+1]] {
-			path = append(path, g.Next[e])
+			buf = append(buf, g.Next[e])
 		}
-		ids, err := l.tok.Encode(path)
-		if err != nil {
-			return nil, err
+		ids := buf[at:len(buf):len(buf)]
+		if _, err := l.tok.EncodeTo(ids[:0], ids); err != nil { // state ids are token ids: checked in place
+			return nil, buf, err
 		}
-		out[i] = tokenSeq{tokens: ids, target: b.Targets[i]}
+		seqs[i] = tokenSeq{tokens: ids, target: b.Targets[i]}
 	}
-	return out, nil
+	return seqs, buf, nil
 }
 
 func (l *transformer) solver() solvers.Solver { return l.solv }

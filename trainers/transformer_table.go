@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -57,7 +58,7 @@ type tableTokens struct {
 // are dealt into the minibatches mini.
 func (l *transformer) newTableData(ab *eval.AgentBatch, states []int32, mini [][]int) *tableData {
 	ls := l.tr.Learnables()
-	tb := &tableData{ab: ab, states: states, rowStart: rowStarts(l.t.g, l.t.trained, ab, states),
+	tb := &tableData{ab: ab, states: states, rowStart: l.rowStarts(ab, states),
 		b0: slices.Clone(ls[len(ls)-1].Value().Data().([]float64))}
 	for mb, rs := range mini {
 		tb.mini = append(tb.mini, l.tableTokensOf(ab, states, rs, mb, len(mini)))
@@ -138,11 +139,23 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 	return nil
 }
 
-// rowStarts is where each token's row starts in its rollout's Rows: token
-// t's row holds as many values as its state has valid next states when the
-// state is trained, none otherwise (rowAgent).
-func rowStarts(g *tasks.Graph, trained []bool, ab *eval.AgentBatch, states []int32) []int {
-	out := make([]int, len(states))
+// rowStarts is where each token's row starts in its rollout's Rows (see
+// rowStartsInto), computed once per step for the batch and kept in
+// reused memory.
+func (l *transformer) rowStarts(ab *eval.AgentBatch, states []int32) []int {
+	if l.rowStart.step != l.t.done || l.rowStart.batch != ab || len(l.rowStart.of) != len(states) {
+		l.rowStart.of = rowStartsInto(l.rowStart.of, l.t.g, l.t.trained, ab, states)
+		l.rowStart.step, l.rowStart.batch = l.t.done, ab
+	}
+	return l.rowStart.of
+}
+
+// rowStartsInto is where each token's row starts in its rollout's Rows:
+// token t's row holds as many values as its state has valid next states
+// when the state is trained, none otherwise (rowAgent); written into
+// out's memory when it is large enough.
+func rowStartsInto(out []int, g *tasks.Graph, trained []bool, ab *eval.AgentBatch, states []int32) []int {
+	out = kernels.Grow(out, len(states))
 	for i := range len(ab.Starts) - 1 {
 		at := 0
 		for t := ab.Starts[i]; t < ab.Starts[i+1]; t++ {

@@ -54,7 +54,7 @@ func newTableFixtureOf(t *testing.T, k Kind, tableTokens int) *tableFixture {
 	}
 	f := &tableFixture{tf: tf, ab: ab, b0: append([]float64(nil), vals[len(vals)-1]...)}
 	f.states, _ = ab.States(g)
-	f.rowStart = rowStarts(g, f.tf.t.trained, ab, f.states)
+	f.rowStart = rowStartsInto(nil, g, f.tf.t.trained, ab, f.states)
 	for range ab.Entries {
 		f.adv = append(f.adv, rng.NormFloat64())
 	}

@@ -17,7 +17,8 @@ import (
 // windows pass on its windows (a subsample to the trained-token budget).
 func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv, div []float64) (ratioStats, error) {
 	cfg := l.t.cfg
-	seqs, err := l.sequences(&ab.Batch)
+	seqs, buf, err := l.sequencesInto(&ab.Batch, l.seqs, l.seqBuf)
+	l.seqs, l.seqBuf = seqs, buf
 	if err != nil {
 		return ratioStats{}, err
 	}
@@ -124,7 +125,7 @@ func (l *transformer) entropy(ab *eval.AgentBatch, states []int32) float64 {
 	g, trained := l.t.g, l.t.trained
 	var rowStart []int
 	if ab.Rows != nil {
-		rowStart = rowStarts(g, trained, ab, states)
+		rowStart = l.rowStarts(ab, states)
 	}
 	sum, n := 0.0, 0
 	for i := range ab.Targets {

@@ -74,3 +74,9 @@ func expsAVX(dst, src []float64, m float64, c *[10]float64, table *float64)
 //
 //go:noescape
 func gerAVX(a, x, y []float64, stride int)
+
+// fmaPeak runs n iterations of 48 independent fused multiply-adds (12
+// four-wide ones) on registers and returns their sum (BenchmarkPeakFMA).
+//
+//go:noescape
+func fmaPeak(n int) float64

@@ -26,3 +26,5 @@ func expsAVX(dst, src []float64, m float64, c *[10]float64, table *float64) {
 }
 
 func gerAVX(a, x, y []float64, stride int) { panic("kernels: no AVX kernels off amd64") }
+
+func fmaPeak(n int) float64 { panic("kernels: no AVX kernels off amd64") }
