@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 )
 
 // usageError marks bad input: the command exits 2 after a one-line message.
@@ -15,6 +16,17 @@ func (u usageError) Unwrap() error { return u.err }
 
 func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
+}
+
+// warner writes one-line warnings to w ("train: warning: ..."), one at a
+// time: a sweep's runs share it.
+func warner(w io.Writer) func(msg string) {
+	var mu sync.Mutex
+	return func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "train: warning: %s\n", msg)
+	}
 }
 
 func main() {

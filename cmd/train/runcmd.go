@@ -178,7 +178,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if a.resume != "" {
-		return execute(stdout, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
+		return execute(stdout, stderr, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
 			s, err := experiment.Resume(ctx, a.resume, a.changes, o)
 			if experiment.IsInput(err) {
 				return s, usagef("run: -resume %s: %v", a.resume, err)
@@ -186,7 +186,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return s, err
 		})
 	}
-	return execute(stdout, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
+	return execute(stdout, stderr, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
 		o.Force = a.force
 		return experiment.Run(ctx, a.cfg, o)
 	})
@@ -197,7 +197,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 func runDefault(stdout, stderr io.Writer) error {
 	rc := experiment.DefaultConfig()
 	rc.Out = filepath.Join("runs", "fig3-4")
-	return execute(stdout, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
+	return execute(stdout, stderr, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
 		return experiment.Run(ctx, rc, o)
 	})
 }
@@ -218,13 +218,13 @@ func (e interrupted) Error() string {
 }
 
 // execute runs a training with SIGINT and SIGTERM turned into a checkpoint
-// and an exit code, progress shown on stdout, and the closing table
-// printed.
-func execute(stdout io.Writer, train func(context.Context, experiment.Options) (experiment.Summary, error)) error {
+// and an exit code, progress shown on stdout, warnings on stderr, and the
+// closing table printed.
+func execute(stdout, stderr io.Writer, train func(context.Context, experiment.Options) (experiment.Summary, error)) error {
 	sig := catchSignals()
 	defer sig.stop()
 	prog := newProgress(stdout)
-	s, err := train(sig.ctx, experiment.Options{Started: prog.start, Progress: prog.update, AfterStep: func(step int) {
+	s, err := train(sig.ctx, experiment.Options{Started: prog.start, Progress: prog.update, Warn: warner(stderr), AfterStep: func(step int) {
 		if step == interruptAtStep { // tests: a signal arriving after this step
 			sig.interrupt(syscall.SIGINT)
 		}

@@ -90,7 +90,7 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	return executeSweep(stdout, p, sweep.Options{Jobs: a.jobs, Shard: shard})
+	return executeSweep(stdout, p, sweep.Options{Jobs: a.jobs, Shard: shard, Run: experiment.Options{Warn: warner(stderr)}})
 }
 
 // loadPlan reads and expands a spec; every error is bad input.
