@@ -306,20 +306,6 @@ func firstMissing(dir string) string {
 	}
 }
 
-// removeIfOnlyLock removes a run folder that holds nothing but its lock
-// file, and the empty folders above it up to top (the ones its run
-// created): a run refused after taking the lock (a bad -teacher, a graph
-// over the memory budget) leaves no empty folder that looks like a run.
-func removeIfOnlyLock(dir, top string) {
-	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) != 1 || entries[0].Name() != lockFile {
-		return
-	}
-	if os.Remove(filepath.Join(dir, lockFile)) == nil {
-		removeEmpty(dir, top)
-	}
-}
-
 // removeEmpty removes dir and its parents up to top while they are empty.
 func removeEmpty(dir, top string) {
 	dir, top = filepath.Clean(dir), filepath.Clean(top)
