@@ -116,7 +116,7 @@ func (c Config) Validate() error {
 	budget := c.Budget()
 	if est := EstimateBytes(states, transitions); est > float64(budget) {
 		return fmt.Errorf("tasks: graph too large: %.0f states and %.0f transitions need about %s, over the budget of %s (max_bytes)",
-			states, transitions, humanBytes(est), humanBytes(float64(budget)))
+			states, transitions, HumanBytes(est), HumanBytes(float64(budget)))
 	}
 	return nil
 }
@@ -164,7 +164,8 @@ func EstimateBytes(states, transitions float64) float64 {
 	return states*perState + transitions*perTransition
 }
 
-func humanBytes(b float64) string {
+// HumanBytes prints a number of bytes with a binary unit: 1.5 GiB.
+func HumanBytes(b float64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 	i := 0
 	for b >= 1024 && i < len(units)-1 {

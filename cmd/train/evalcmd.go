@@ -60,7 +60,8 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	ckpt := fs.String("checkpoint", "", "evaluate the model checkpointed in this run folder (its graph and setting come from the checkpoint)")
 	showProbs := fs.Bool("probs", false, "also print every state's transition probabilities (a Markov policy's)")
 	trainSource := fs.Bool("train-source", false, "the optimum of the setting in which RLVR trains the source row s0 -> f (default: it stays uniform)")
-	if err := parse(fs, args, stdout); err != nil {
+	err := parse(fs, args, stdout)
+	if err != nil {
 		return err
 	}
 	set := map[string]bool{}
@@ -68,7 +69,12 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if *ckpt != "" && (set["W"] || set["K"] || set["L"] || set["branches"] || set["policy"] || set["train-source"]) {
 		return usagef("eval: -checkpoint takes its graph, policy and setting from the run folder: drop -W, -K, -L, -branches, -policy and -train-source")
 	}
-	cfg, err := gf.config(fs)
+	var cfg tasks.Config // -checkpoint: the run's graph, within this budget
+	if *ckpt == "" {
+		cfg, err = gf.config(fs)
+	} else {
+		cfg.MaxBytes, err = resolveBudget("eval", gf.maxBytes)
+	}
 	if err != nil {
 		return err
 	}
@@ -87,7 +93,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	var g *tasks.Graph
 	var probs []float64
 	if *ckpt != "" {
-		c, err := experiment.Open(*ckpt)
+		c, err := experiment.Open(*ckpt, cfg.MaxBytes)
 		if err != nil {
 			return usagef("eval: -checkpoint %s: %v", *ckpt, err)
 		}

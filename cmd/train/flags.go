@@ -98,12 +98,9 @@ func (g *graphFlags) register(fs *flag.FlagSet, def tasks.Config) {
 
 // config resolves the flags into a validated graph configuration.
 func (g *graphFlags) config(fs *flag.FlagSet) (tasks.Config, error) {
-	if g.maxBytes < 0 {
-		return tasks.Config{}, usagef("%s: -max-bytes %d: want >= 0 (0: 3/4 of the machine's memory)", fs.Name(), g.maxBytes)
-	}
-	budget := g.maxBytes
-	if budget == 0 {
-		budget = defaultMaxBytes()
+	budget, err := resolveBudget(fs.Name(), g.maxBytes)
+	if err != nil {
+		return tasks.Config{}, err
 	}
 	c := tasks.Config{W: g.w, K: g.k, L: g.l, MaxBytes: budget}
 	set := map[string]bool{}
