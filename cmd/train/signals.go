@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -47,4 +48,25 @@ func (s *signals) caught() syscall.Signal { return <-s.got }
 func (s *signals) stop() {
 	signal.Stop(s.sigs)
 	s.cancel()
+}
+
+// interruptMonteCarlo lets tests deliver a simulated SIGINT as an eval's
+// Monte Carlo starts.
+var interruptMonteCarlo bool
+
+// interruptible runs eval's Monte Carlo of n rollouts with SIGINT and
+// SIGTERM caught: the rollouts stop, and the command says so in one line
+// and exits 128+signal, printing nothing else.
+func interruptible[T any](what string, n int, f func(ctx context.Context) (T, error)) (T, error) {
+	sig := catchSignals()
+	defer sig.stop()
+	if interruptMonteCarlo {
+		sig.interrupt(syscall.SIGINT)
+	}
+	res, err := f(sig.ctx)
+	if err != nil && sig.ctx.Err() != nil {
+		caught := sig.caught()
+		return res, signalled{caught, fmt.Sprintf("eval: interrupted by %v during the %s of %d rollouts: no result printed (fewer rollouts, -mc, or a -horizon end sooner)", caught, what, n)}
+	}
+	return res, err
 }
