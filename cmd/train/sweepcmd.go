@@ -78,6 +78,13 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if !a.dryRun {
+		// The sweep's folder first: one that cannot be made is refused
+		// before anything is said about the runs.
+		if err := os.MkdirAll(p.Out, 0o755); err != nil {
+			return usagef("sweep: out %s: %v", p.Out, pathless(err))
+		}
+	}
 	states, err := p.Check(shard)
 	if err != nil {
 		return usagef("sweep: %v", err)
@@ -180,6 +187,12 @@ func executeSweep(stdout io.Writer, p *sweep.Plan, opts sweep.Options) error {
 	rep, err := sweep.Execute(sig.ctx, p, opts)
 	if bar != nil {
 		bar.Finish()
+	}
+	if rep.Results == nil && err != nil { // refused before any run: no counts to give
+		if experiment.IsInput(err) {
+			return usagef("sweep: %v", err)
+		}
+		return fmt.Errorf("sweep: %w", err)
 	}
 	skipped, trained, interrupted, failed := rep.Counts()
 	fmt.Fprintf(stdout, "sweep %s: %d trained, %d already done, %d interrupted, %d failed in %.1fs; runs in %s\n",
