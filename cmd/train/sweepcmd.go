@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -66,6 +68,12 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	a.spec = pos[0]
 	p, err := loadPlan("sweep", a.spec, a.out)
 	if err != nil {
+		return err
+	}
+	if a.print != "" && a.print != "slurm" && a.print != "k8s" {
+		return usagef("sweep: -print %q: want slurm or k8s", a.print)
+	}
+	if err := checkPrintFlags(fs, a.print); err != nil {
 		return err
 	}
 	if a.print != "" {
@@ -265,18 +273,47 @@ func printCluster(stdout io.Writer, p *sweep.Plan, a sweepArgs) error {
 		if p.Out, err = filepath.Abs(p.Out); err != nil {
 			return err
 		}
-		if err := p.WriteIndex(); err != nil {
-			return err
+		script, err := sweep.SlurmScript(p, c)
+		if err != nil {
+			return usagef("sweep: -print slurm: %v", err)
 		}
-		fmt.Fprint(stdout, sweep.SlurmScript(p, c))
+		if err := p.WriteIndex(); err != nil {
+			return usagef("sweep: %v", err)
+		}
+		fmt.Fprint(stdout, script)
 	case "k8s":
 		if c.Binary == "" {
 			c.Binary = "train"
 		}
 		c.Spec = a.spec
-		fmt.Fprint(stdout, sweep.KubernetesJob(p, c))
-	default:
-		return usagef("sweep: -print %q: want slurm or k8s", a.print)
+		manifest, err := sweep.KubernetesJob(p, c)
+		if err != nil {
+			return usagef("sweep: -print k8s: %v", err)
+		}
+		fmt.Fprint(stdout, manifest)
 	}
 	return nil
+}
+
+// clusterFlags are the flags of -print, by the engines they apply to.
+var clusterFlags = map[string][]string{
+	"binary": {"slurm", "k8s"}, "tasks": {"slurm", "k8s"}, "cpus": {"slurm", "k8s"}, "mem": {"slurm", "k8s"}, "parallel": {"slurm", "k8s"},
+	"time": {"slurm"}, "partition": {"slurm"}, "image": {"k8s"}, "claim": {"k8s"}, "mount": {"k8s"},
+}
+
+// checkPrintFlags refuses -print's flags without -print, and one engine's
+// flags with the other's -print: a flag given is used, never ignored.
+func checkPrintFlags(fs *flag.FlagSet, print string) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		engines, ok := clusterFlags[f.Name]
+		switch {
+		case !ok || err != nil:
+		case print == "":
+			err = usagef("sweep: -%s applies to -print (slurm or k8s) only: add -print, or drop -%s", f.Name, f.Name)
+		case !slices.Contains(engines, print):
+			err = usagef("sweep: -%s applies to -print %s only, not -print %s", f.Name, engines[0], print)
+		}
+	})
+	return err
 }
