@@ -229,7 +229,7 @@ func execute(stdout, stderr io.Writer, train func(context.Context, experiment.Op
 			sig.interrupt(syscall.SIGINT)
 		}
 	}})
-	prog.finish()
+	prog.finish(err == nil)
 	var in *experiment.Interrupted
 	if errors.As(err, &in) {
 		return interrupted{sig: sig.caught(), in: in}
