@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -44,6 +45,18 @@ func (c Config) Shape() [][]int {
 		}
 	}
 	return s
+}
+
+// ShortestPath is the fewest transitions from s0 -> f to a leaf,
+// 2 min_i k_i + 1 (into the shallowest branch, across its k diamonds and
+// k-1 connectors, to its leaf): no hitting time, exact or estimated, of
+// any policy is below it.
+func (c Config) ShortestPath() float64 {
+	k := math.MaxInt
+	for _, b := range c.Shape() {
+		k = min(k, len(b))
+	}
+	return float64(2*k + 1)
 }
 
 // Homogeneous reports whether every branch has the same depth and every
