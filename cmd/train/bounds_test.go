@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // smallRun trains a bigram of W=3, K=2, L=2 for 20 steps into a temporary
@@ -144,5 +146,23 @@ func TestSampleStreams(t *testing.T) {
 	}
 	if whole.String() != out {
 		t.Errorf("streamed JSON differs from the whole report's:\n%s\nwant\n%s", out, whole.String())
+	}
+}
+
+// TestSampleInterrupted: a sample stopped by SIGINT exits 130 with one
+// line saying how many rollouts it printed, and what it printed stays
+// whole: with -json one object holding those rollouts.
+func TestSampleInterrupted(t *testing.T) {
+	dir := smallRun(t)
+	interruptAfter = 50 * time.Millisecond
+	defer func() { interruptAfter = 0 }()
+	code, out, errs := runCLI(t, "sample", dir, "-json", "-n", "1099511627776")
+	var rep sampleReport
+	if err := json.Unmarshal([]byte(out), &rep); code != 130 || err != nil {
+		t.Fatalf("exit %d, %v; want 130 and one JSON object", code, err)
+	}
+	want := fmt.Sprintf("train: sample: interrupted by interrupt after %d of 1099511627776 rollouts, each printed whole\n", len(rep.Rollouts))
+	if errs != want {
+		t.Errorf("stderr %q, want %q", errs, want)
 	}
 }

@@ -16,6 +16,10 @@ func maxBytesFlag(fs *flag.FlagSet) *int64 {
 	return fs.Int64("max-bytes", 0, "memory budget in bytes, as for train run: work that would not fit is refused before it starts (0: 3/4 of the machine's memory)")
 }
 
+// budgetCap lets tests (the fuzz target) bound every memory budget (0: no
+// bound).
+var budgetCap int64
+
 // resolveBudget is a -max-bytes value in bytes: 0 is 3/4 of the machine's
 // memory (defaultMaxBytes); a negative value is refused.
 func resolveBudget(cmd string, v int64) (int64, error) {
@@ -23,7 +27,10 @@ func resolveBudget(cmd string, v int64) (int64, error) {
 	case v < 0:
 		return 0, usagef("%s: -max-bytes %d: want >= 0 (0: 3/4 of the machine's memory)", cmd, v)
 	case v == 0:
-		return defaultMaxBytes(), nil
+		v = defaultMaxBytes()
+	}
+	if budgetCap > 0 {
+		v = min(v, budgetCap)
 	}
 	return v, nil
 }

@@ -110,13 +110,27 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err := out.begin(rep, *golden); err != nil {
 		return fmt.Errorf("sample: %w", err)
 	}
+	sig := catchSignals()
+	defer sig.stop()
 	for i := range *n {
 		rng := rand.New(rand.NewPCG(*seed, uint64(i)))
 		x := 1 + rng.IntN(g.W())
 		if *target > 0 {
 			x = *target
 		}
-		tr, err := sampleOne(c, a, x, rep.Horizon, rng)
+		tr, err := sampleOne(sig.ctx, c, a, x, rep.Horizon, rng)
+		if err == nil {
+			err = sig.ctx.Err() // a golden path does not look at the context
+		}
+		if err != nil && sig.ctx.Err() != nil {
+			// What is printed stays whole: the rollouts so far, and with
+			// -json the object closed.
+			if err := out.end(); err != nil {
+				return fmt.Errorf("sample: %w", err)
+			}
+			caught := sig.caught()
+			return signalled{caught, fmt.Sprintf("sample: interrupted by %v after %d of %d rollouts, each printed whole", caught, i, *n)}
+		}
 		if err != nil {
 			return err
 		}
@@ -135,7 +149,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 
 // sampleOne draws one rollout of agent a toward target x, or with a nil
 // agent a golden path to it, with each transition's probability.
-func sampleOne(c *experiment.Checkpointed, a eval.Agent, x, horizon int, rng *rand.Rand) (sampledTrace, error) {
+func sampleOne(ctx context.Context, c *experiment.Checkpointed, a eval.Agent, x, horizon int, rng *rand.Rand) (sampledTrace, error) {
 	g := c.Graph
 	tr := sampledTrace{Target: x, Golden: a == nil}
 	path := []int{0}
@@ -153,7 +167,7 @@ func sampleOne(c *experiment.Checkpointed, a eval.Agent, x, horizon int, rng *ra
 		tr.Shortest = &shortest
 		tr.Hit = verified(g, p, x)
 	} else {
-		entries, lp, hit, err := eval.Rollout(context.Background(), g, a, x, horizon, rng)
+		entries, lp, hit, err := eval.Rollout(ctx, g, a, x, horizon, rng)
 		if err != nil {
 			return tr, err
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // signals turns the first SIGINT or SIGTERM into a cancelled context, for
@@ -16,13 +17,26 @@ type signals struct {
 	cancel context.CancelFunc
 	sigs   chan os.Signal
 	got    chan syscall.Signal
+	timer  *time.Timer // interruptAfter's (nil: none)
 }
+
+// interruptAfter lets tests bound the time of any command that catches
+// signals: a simulated SIGINT after this long (0: never).
+var interruptAfter time.Duration
 
 // catchSignals starts listening; call stop when the work is over.
 func catchSignals() *signals {
 	s := &signals{sigs: make(chan os.Signal, 1), got: make(chan syscall.Signal, 1)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	signal.Notify(s.sigs, os.Interrupt, syscall.SIGTERM)
+	if interruptAfter > 0 {
+		s.timer = time.AfterFunc(interruptAfter, func() {
+			select {
+			case s.sigs <- syscall.SIGINT:
+			default: // a signal is already there
+			}
+		})
+	}
 	go func() {
 		select {
 		case sig := <-s.sigs:
@@ -47,6 +61,9 @@ func (s *signals) caught() syscall.Signal { return <-s.got }
 // stop stops listening and releases the context.
 func (s *signals) stop() {
 	signal.Stop(s.sigs)
+	if s.timer != nil {
+		s.timer.Stop()
+	}
 	s.cancel()
 }
 
