@@ -215,3 +215,20 @@ func checkWhole(t *testing.T, args []string, dir string) {
 		t.Errorf("%q: %s: checkpoint at step %d, summary.json %d steps", args, dir, c.Step, s.Steps)
 	}
 }
+
+// TestErrorsAreOneLine: an error naming input that holds a line break (a
+// flag's name, a run folder, a config file) is printed on one line, the
+// break escaped (FuzzCommandLine found "run -\n" printed on two).
+func TestErrorsAreOneLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "-\n"},
+		{"sample", "no\nfolder"},
+		{"eval", "-checkpoint", "no\rfolder\u2028"},
+		{"run", "-config", "a\nb.json"},
+	} {
+		code, _, errs := runCLI(t, args...)
+		if code != 2 || strings.Count(errs, "\n") != 1 || !strings.HasSuffix(errs, "\n") || strings.ContainsAny(errs, "\r\u2028") {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and one line", args, code, errs)
+		}
+	}
+}
