@@ -40,7 +40,7 @@ func planEval(w io.Writer, c tasks.Config, probs bool) (*evalSteps, error) {
 	for _, b := range c.Shape() {
 		rows += 2 * float64(len(b))
 	}
-	report, what := evalRowBytes*rows, "the report's a, b, c, d tables"
+	report, what := evalRowBytes*rows, "the report (its a, b, c, d tables)"
 	if probs {
 		report, what = report+evalProbsBytes*transitions, "the report with every transition's probability (-probs)"
 	}
