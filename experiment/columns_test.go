@@ -44,9 +44,11 @@ func jsonlRows(t *testing.T, dir string) []map[string]float64 {
 // 10 steps, into a temporary folder.
 func runSmall(t *testing.T, k trainers.Kind, baseline string) string {
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := Defaults(trainers.BigramModel, k)
 	cfg.Graph = tasks.Config{W: 3, K: 2, L: 2}
-	cfg.Train.Trainer, cfg.Train.Baseline = k, baseline
+	if baseline != "" {
+		cfg.Train.Baseline = baseline
+	}
 	cfg.Train.Steps, cfg.Train.Until, cfg.Train.Rollouts = 20, 0, 32
 	cfg.Out = t.TempDir()
 	if _, err := Run(context.Background(), cfg, Options{}); err != nil {

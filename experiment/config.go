@@ -12,13 +12,15 @@ import (
 	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
-// Config is everything a training run needs: what a config file holds,
-// what config.json records (resolved) and what every checkpoint embeds.
+// Config is everything a training run needs: what config.json records
+// (the fields that apply to the run: MarshalJSON) and what every
+// checkpoint embeds. A user's configuration (a config file, flags, a
+// sweep's run) becomes one through Given.Resolve; Go callers start from
+// Defaults.
 type Config struct {
 	Graph tasks.Config   `json:"graph"`
 	Model trainers.Model `json:"model"` // bigram or transformer
-	// Transformer configures the transformer model (defaults filled in by
-	// Resolve when the model is a transformer).
+	// Transformer configures the transformer model (nil for the bigram).
 	Transformer *trainers.TransformerOptions `json:"transformer,omitempty"`
 	// Init is a run folder whose bigram checkpoint is the starting policy
 	// (e.g. an SFT-trained bigram); empty: the pretrained world model.
@@ -37,11 +39,56 @@ type Config struct {
 	Out string `json:"out"`
 }
 
+// Defaults is the configuration of trainer k on model m with every
+// default: the paper's graph (W=K=15, L=5), the trainer's defaults on the
+// model (trainers.Defaults), the transformer's options
+// (trainers.DefaultTransformerOptions) and a checkpoint every 100 steps.
+func Defaults(m trainers.Model, k trainers.Kind) Config {
+	c := Config{Graph: tasks.DefaultConfig(), Model: m, Train: trainers.Defaults(k, m), CheckpointEvery: 100}
+	if m == trainers.TransformerModel {
+		o := trainers.DefaultTransformerOptions(k)
+		c.Transformer = &o
+	}
+	return c
+}
+
 // DefaultConfig is the paper's headline experiment (Figures 3-4): exact
 // RLVR with sign descent at lr 0.01 on W=K=15, L=5 from the pretrained
 // bigram.
-func DefaultConfig() Config {
-	return Config{Graph: tasks.DefaultConfig(), Model: trainers.BigramModel, Train: trainers.DefaultConfig(), CheckpointEvery: 100}
+func DefaultConfig() Config { return Defaults(trainers.BigramModel, trainers.RLVRExact) }
+
+// Choice is what decides which of the configuration's fields apply to the
+// run (trainers.Fields).
+func (c Config) Choice() trainers.Choice {
+	ch := trainers.Choice{Model: c.Model, Trainer: c.Train.Trainer, Optimizer: c.Train.Optim.Name, Baseline: c.Train.Baseline, LRDecay: c.Train.LRDecay}
+	if c.Transformer != nil {
+		ch.Init = c.Transformer.Init
+	}
+	return ch
+}
+
+// MarshalJSON writes the fields that apply to the run (trainers.Fields),
+// in the struct's order: config.json and the checkpoints record nothing
+// the run does not use.
+func (c Config) MarshalJSON() ([]byte, error) {
+	type plain Config // without this method
+	data, err := json.Marshal(plain(c))
+	if err != nil {
+		return nil, err
+	}
+	ch := c.Choice()
+	return dropKeys(data, "", func(path string) bool { return !trainers.Applies(path, ch) })
+}
+
+// pruned is c with every field that does not apply to the run zeroed, as
+// config.json reads back.
+func (c Config) pruned() (Config, error) {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return c, err
+	}
+	var out Config
+	return out, json.Unmarshal(data, &out)
 }
 
 // InputError marks an error caused by a run's input (its configuration, its
@@ -68,12 +115,13 @@ func (e inUse) Is(target error) bool { return target == ErrInUse }
 // IsInput reports whether err is (or wraps) an InputError.
 func IsInput(err error) bool { return errors.As(err, new(*InputError)) }
 
-// Decode reads one JSON object over c, strictly: an empty file, null, a
+// decodeOver reads one JSON object over c, strictly: an empty file, null, a
 // non-object, unknown or duplicate keys, trailing data and type errors are
 // refused with a message naming the field. A "graph" given replaces c's
-// graph entirely (W, K, L or branches, not a mix with c's); the fields of a
-// "transformer" given override the default options.
-func Decode(data []byte, c *Config) error {
+// graph entirely (W, K, L or branches, not a mix with c's); the fields of
+// a "transformer" given override c's options (the defaults when c has
+// none).
+func decodeOver(data []byte, c *Config) error {
 	if err := checkObject(data); err != nil {
 		return &InputError{err}
 	}
@@ -85,8 +133,8 @@ func Decode(data []byte, c *Config) error {
 		if keys.Graph != nil {
 			c.Graph = tasks.Config{}
 		}
-		if keys.Transformer != nil && c.Transformer == nil { // given fields override the defaults
-			o := trainers.DefaultTransformerOptions()
+		if keys.Transformer != nil && c.Transformer == nil {
+			o := trainers.DefaultTransformerOptions(c.Train.Trainer)
 			c.Transformer = &o
 		}
 	}
@@ -101,47 +149,34 @@ func Decode(data []byte, c *Config) error {
 	return nil
 }
 
-// Resolve fills what the configuration leaves to defaults: the trainer's
-// model-dependent fields (trainers.Config.Resolve), the transformer's
-// options, and the run folder. It then validates every field; errors are
-// InputErrors naming the field and what is allowed.
+// Resolve checks a configuration built in Go (from Defaults) and names its
+// run folder: the fields that do not apply to the run are dropped (they
+// are never read), every other one is validated as it is, and an empty
+// Out becomes runs/<Name()>. Errors are InputErrors naming the field and
+// what is allowed. A user's configuration goes through Given.Resolve,
+// which also refuses the fields that do not apply.
 func (c Config) Resolve() (Config, error) {
-	if c.Model == "" {
-		c.Model = trainers.BigramModel
-	}
 	if c.Model == trainers.TransformerModel && c.Transformer == nil {
-		o := trainers.DefaultTransformerOptions()
-		c.Transformer = &o
+		return c, inputf("model transformer without its options (experiment.Defaults gives them)")
 	}
-	c.Train = c.Train.Resolve(c.Model)
-	if c.Transformer != nil {
-		o := c.Transformer.Resolve(c.Train)
-		c.Transformer = &o
+	c, err := c.pruned()
+	if err != nil {
+		return c, &InputError{err}
 	}
 	if err := c.Graph.Validate(); err != nil {
 		return c, inputf("%v", strings.TrimPrefix(err.Error(), "tasks: "))
 	}
-	if err := c.Train.Validate(); err != nil {
+	if err := c.Train.Validate(c.Model); err != nil {
 		return c, &InputError{err}
 	}
-	s := c.setup()
-	if err := c.Model.Check(c.Train, s); err != nil {
+	if err := c.Model.Check(c.Train, c.setup()); err != nil {
 		return c, &InputError{err}
-	}
-	if c.Model != trainers.TransformerModel && c.Transformer != nil {
-		return c, inputf("transformer options given for model %s: use model transformer (-model transformer)", c.Model)
-	}
-	if c.Init != "" && c.Train.Trainer.Dense() {
-		return c, inputf("init %s: pretraining starts from zero logits", c.Init)
 	}
 	if c.CheckpointEvery < 0 {
 		return c, inputf("checkpoint_every %d: want >= 0 (0: only at the end)", c.CheckpointEvery)
 	}
 	if c.Train.Trainer.UsesTeacher() && c.Teacher == "" {
 		return c, inputf("distill needs a teacher (-teacher): rlvr-limit or a run folder with a checkpoint")
-	}
-	if !c.Train.Trainer.UsesTeacher() && c.Teacher != "" {
-		return c, inputf("teacher %q (-teacher): only the distill trainer has a teacher", c.Teacher)
 	}
 	if c.Out == "" {
 		c.Out = filepath.Join("runs", c.Name())
@@ -170,7 +205,7 @@ func (c Config) Name() string {
 		shape = "branches-" + strings.NewReplacer(";", "_", ",", ".").Replace(tasks.FormatBranches(c.Graph.Branches))
 	}
 	name := string(c.Train.Trainer)
-	if c.Model != "" && c.Model != trainers.BigramModel {
+	if c.Model != trainers.BigramModel {
 		name = string(c.Model) + "-" + name
 		if c.Transformer != nil && c.Transformer.Prompt {
 			name += "-prompt"

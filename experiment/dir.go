@@ -57,7 +57,7 @@ func openFolder(dir string, cfgJSON []byte, resumeStep int, force bool, a applie
 	}
 	if resumeStep < 0 && !force {
 		if old, err := os.ReadFile(filepath.Join(dir, ConfigFile)); err == nil {
-			if !bytes.Equal(bytes.TrimSpace(old), bytes.TrimSpace(cfgJSON)) {
+			if !sameRun(old, cfgJSON) {
 				return nil, inputf("-out %s holds another run (its config.json differs): choose another -out, or -force to replace it", dir)
 			}
 		} else if entries, err := os.ReadDir(dir); err == nil && (len(entries) > 1 || len(entries) == 1 && entries[0].Name() != lockFile) {

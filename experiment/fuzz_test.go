@@ -21,12 +21,14 @@ func FuzzConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rc := DefaultConfig()
-		if err := Decode(data, &rc); err != nil {
-			return
+		g, err := ParseGiven(data)
+		if err == nil {
+			if err := g.Set("graph.max_bytes", []byte("1048576")); err != nil { // the fuzzer must not build giant graphs
+				return
+			}
+			_, err = g.Resolve()
 		}
-		rc.Graph.MaxBytes = 1 << 20 // the fuzzer must not build giant graphs
-		if _, err := rc.Resolve(); err != nil && strings.Contains(err.Error(), "\n") {
+		if err != nil && strings.Contains(err.Error(), "\n") {
 			t.Fatalf("multi-line error %q", err)
 		}
 	})

@@ -63,7 +63,7 @@ func Open(dir string, budget int64) (*Checkpointed, error) {
 	}
 	c := &Checkpointed{Dir: dir, Kind: ck.Kind, Step: ck.Step, Config: cfg, Graph: g, Vocab: tokenizer.New(g)}
 	for _, t := range ck.Tensors {
-		if t.Name != "optimizer" && t.Name != "critic" {
+		if trainers.IsParameter(t.Name) {
 			c.Params = append(c.Params, t)
 		}
 	}

@@ -53,10 +53,13 @@ func (e *Interrupted) Unwrap() error { return e.Err }
 // the folder locked: one writer per run folder. A folder that already
 // holds this configuration is not restarted: a finished run is returned as
 // it is (Summary.NothingToDo), an unfinished one is resumed from its
-// checkpoint (Summary.Resumed); opts.Force starts over instead. A canceled
-// ctx stops the run after its current step with a checkpoint and an
-// *Interrupted error; a stalled run writes everything and returns its
-// summary with an error wrapping trainers.ErrStalled.
+// checkpoint (Summary.Resumed). A folder whose run differs only in the
+// stop rules a resume may change (its steps and until, changed by train
+// run -resume) is resumed with this configuration's (Changes), so that it
+// is returned as it is when it meets them. opts.Force starts over instead.
+// A canceled ctx stops the run after its current step with a checkpoint
+// and an *Interrupted error; a stalled run writes everything and returns
+// its summary with an error wrapping trainers.ErrStalled.
 func Run(ctx context.Context, cfg Config, opts Options) (Summary, error) {
 	cfg, err := cfg.Resolve()
 	if err != nil {
@@ -70,19 +73,58 @@ func Run(ctx context.Context, cfg Config, opts Options) (Summary, error) {
 	if !opts.Force {
 		cfgJSON, _ := json.MarshalIndent(cfg, "", "  ")
 		old, err := os.ReadFile(filepath.Join(cfg.Out, ConfigFile))
-		if err == nil && bytes.Equal(bytes.TrimSpace(old), bytes.TrimSpace(cfgJSON)) {
+		_, noCheckpoint := os.Stat(filepath.Join(cfg.Out, CheckpointFile))
+		switch {
+		case err != nil:
+		case sameRun(old, cfgJSON):
 			if s, err := readSummary(cfg.Out); err == nil {
 				s.NothingToDo = true
 				return s, nil
 			}
-			if _, err := os.Stat(filepath.Join(cfg.Out, CheckpointFile)); err == nil {
+			if noCheckpoint == nil {
 				s, err := resume(ctx, cfg.Out, Changes{}, opts)
 				s.Resumed = true
 				return s, err
 			}
+		case noCheckpoint == nil && sameRun(withoutStops(old), withoutStops(cfgJSON)):
+			var was Config
+			json.Unmarshal(old, &was)
+			until := cfg.Train.Until
+			s, err := resume(ctx, cfg.Out, Changes{Steps: cfg.Train.Steps, Until: &until}, opts)
+			if errors.As(err, new(pastSteps)) {
+				return s, inputf("-out %s holds this run continued by a resume past -steps %d (its config.json says steps %d, until %g): continue it with train run -resume %s, or -force to start over",
+					cfg.Out, cfg.Train.Steps, was.Train.Steps, was.Train.Until, cfg.Out)
+			}
+			s.Resumed = !s.NothingToDo
+			return s, err
 		}
 	}
 	return train(ctx, cfg, nil, opts)
+}
+
+// sameRun reports whether two config.json texts hold the same run: the
+// same fields that apply to it (one written before config.json left out
+// the others holds them too), whatever the layout.
+func sameRun(a, b []byte) bool {
+	var ca, cb Config
+	if json.Unmarshal(a, &ca) != nil || json.Unmarshal(b, &cb) != nil {
+		return false
+	}
+	ja, err1 := json.Marshal(ca)
+	jb, err2 := json.Marshal(cb)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+// withoutStops is a config.json text with the stop rules a resume may
+// change (Changes) cleared.
+func withoutStops(data []byte) []byte {
+	var c Config
+	if json.Unmarshal(data, &c) != nil {
+		return data
+	}
+	c.Train.Steps, c.Train.Until = 0, 0
+	out, _ := json.Marshal(c)
+	return out
 }
 
 // Changes are what resuming a run may change.
@@ -116,13 +158,13 @@ func resume(ctx context.Context, dir string, ch Changes, opts Options) (Summary,
 	if err := json.Unmarshal(ck.Config, &cfg); err != nil {
 		return Summary{}, inputf("checkpoint config: %v", err)
 	}
-	if onDisk, err := os.ReadFile(filepath.Join(dir, ConfigFile)); err == nil && !sameJSON(onDisk, ck.Config) {
+	if onDisk, err := os.ReadFile(filepath.Join(dir, ConfigFile)); err == nil && !sameRun(onDisk, ck.Config) {
 		return Summary{}, inputf("%s differs from the configuration in the checkpoint (edited by hand?): a resumed run keeps the checkpoint's; restore %s, or start a new run with -config", filepath.Join(dir, ConfigFile), ConfigFile)
 	}
 	cfg.Out = dir
 	if ch.Steps > 0 {
 		if ch.Steps < ck.Step {
-			return Summary{}, inputf("steps %d: the checkpoint in %s is already at step %d", ch.Steps, dir, ck.Step)
+			return Summary{}, &InputError{pastSteps{ch.Steps, ck.Step, dir}}
 		}
 		cfg.Train.Steps = ch.Steps
 	}
@@ -139,10 +181,14 @@ func resume(ctx context.Context, dir string, ch Changes, opts Options) (Summary,
 	return train(ctx, cfg, ck, opts)
 }
 
-// sameJSON reports whether two JSON texts are the same but for layout.
-func sameJSON(a, b []byte) bool {
-	var ca, cb bytes.Buffer
-	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
+// pastSteps refuses a resume's step cap below its checkpoint's step.
+type pastSteps struct {
+	steps, at int
+	dir       string
+}
+
+func (e pastSteps) Error() string {
+	return fmt.Sprintf("steps %d: the checkpoint in %s is already at step %d", e.steps, e.dir, e.at)
 }
 
 // readSummary reads a finished run's summary.json.
@@ -251,7 +297,11 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 	if err := save(); err != nil {
 		return Summary{}, err
 	}
-	sum, err := summarize(cfg, tr, g, last, out, wall())
+	final, err := tr.Final(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum, err := summarize(cfg, tr, g, last, final, out, wall())
 	sum.Stalled = stalled
 	if err != nil {
 		return Summary{}, err
@@ -290,11 +340,14 @@ func newTrainer(cfg Config, g *tasks.Graph) (*trainers.Trainer, error) {
 	return tr, nil
 }
 
-// summarize builds summary.json from the last row.
-func summarize(cfg Config, tr *trainers.Trainer, g *tasks.Graph, last trainers.Row, out *folder, wall float64) (Summary, error) {
+// summarize builds summary.json from the last row and the final
+// measurement.
+func summarize(cfg Config, tr *trainers.Trainer, g *tasks.Graph, last trainers.Row, final trainers.Final, out *folder, wall float64) (Summary, error) {
+	bestStep, best, bestCI := tr.Best()
 	sum := Summary{
 		Model: cfg.Model, Trainer: cfg.Train.Trainer, Graph: g.Config.Name(), Out: cfg.Out,
-		InitialHittingTime: finite(out.initialHitting), FinalHittingTime: finite(last.HittingTime),
+		InitialHittingTime: finite(out.initialHitting), FinalHittingTime: finite(final.HittingTime), FinalStep: final.Step,
+		BestHittingTime: finite(best), BestStep: bestStep,
 		LimitHittingTime: finite(tr.Limit()), Steps: tr.Steps(), WallSeconds: wall, Theory: tr.Predictions(),
 		Converged: tr.Converged(last), StopReason: tr.Stop(), SampledTokens: last.Tokens, TrainedTokens: last.TrainedTokens,
 	}
@@ -302,8 +355,9 @@ func summarize(cfg Config, tr *trainers.Trainer, g *tasks.Graph, last trainers.R
 	case cfg.Train.Trainer.Dense():
 		sum.LimitHittingTime = nil
 		sum.InvalidMass, sum.BoundRatio = finite(last.InvalidMass), finite(last.MaxBoundRatio)
-	case last.Estimated:
-		sum.FinalCI95, sum.FinalSuccessRate = finite(last.HittingTimeCI95), &last.MCSuccessRate
+	case final.Estimated:
+		sum.FinalCI95, sum.FinalSuccessRate, sum.FinalRollouts = finite(final.CI95), &final.SuccessRate, final.Rollouts
+		sum.StopHittingTime, sum.StopCI95, sum.BestCI95 = finite(last.HittingTime), finite(last.HittingTimeCI95), finite(bestCI)
 	default:
 		sum.FinalABCD = &[4]*float64{finite(last.A), finite(last.B), finite(last.C), finite(last.D)}
 		c := last.Copies

@@ -21,12 +21,29 @@ type Summary struct {
 	NothingToDo        bool     `json:"-"`
 	Resumed            bool     `json:"-"`
 	InitialHittingTime *float64 `json:"initial_hitting_time"`
-	FinalHittingTime   *float64 `json:"final_hitting_time"`
-	// A transformer's hitting times are Monte Carlo estimates: the final
-	// one's 95% half-width and the share of evaluation rollouts that hit
-	// (below 1, the estimate is a lower bound and has no interval).
+	// FinalHittingTime is the hitting time of the run's last policy, at
+	// step FinalStep (= Steps) (trainers.Final): exact for the bigram; for
+	// the transformer a Monte Carlo estimate measured afresh after the
+	// run stopped, on FinalRollouts rollouts that played no part in any
+	// stop decision, with its 95% half-width and the share of them that
+	// hit (below 1, the estimate is a lower bound and has no interval).
+	FinalHittingTime *float64 `json:"final_hitting_time"`
+	FinalStep        int      `json:"final_step"`
 	FinalCI95        *float64 `json:"final_hitting_time_ci95,omitempty"`
 	FinalSuccessRate *float64 `json:"final_mc_success_rate,omitempty"`
+	FinalRollouts    int      `json:"final_mc_rollouts,omitempty"`
+	// StopHittingTime (a transformer) is the estimate of the last metrics
+	// row, the one the stop rule decided on, with its half-width: beside
+	// the final value, not instead of it.
+	StopHittingTime *float64 `json:"stop_hitting_time,omitempty"`
+	StopCI95        *float64 `json:"stop_hitting_time_ci95,omitempty"`
+	// BestHittingTime is the best metrics row's hitting time (the lowest
+	// for the RL trainers, the closest to the limit for sft and distill),
+	// at step BestStep; for a transformer the lowest of many estimates,
+	// so biased low, with its half-width.
+	BestHittingTime *float64 `json:"best_hitting_time"`
+	BestStep        int      `json:"best_step"`
+	BestCI95        *float64 `json:"best_hitting_time_ci95,omitempty"`
 	// Attention summarises the final transformer's attention along 200 of
 	// its rollouts (trainers.AttentionStats).
 	Attention        *trainers.AttentionStats `json:"attention,omitempty"`
@@ -35,11 +52,13 @@ type Summary struct {
 	BoundRatio       *float64                 `json:"max_bound_ratio,omitempty"`
 	Converged        bool                     `json:"converged"`
 	// StopReason says why the run ended: steps (the cap), tokens (the
-	// sampled-token cap, -max-tokens), until (within
-	// -until of the limit), optimum (no progress at the exact optimum of
-	// its setting), stationary (no progress at a stationary point above
-	// it), stall (no progress elsewhere; Stalled is set too), memory (the
-	// next batch of rollouts would not fit max_bytes: the policy diverged).
+	// sampled-token cap, -max-tokens), until (within -until of the
+	// limit), or, after -patience steps without a new best (and every
+	// halving of -lr-decay plateau), optimum (at the exact optimum of its
+	// setting), stationary (at a stationary point above it), stall (exact
+	// RLVR, anywhere else; Stalled is set too) or plateau (the other
+	// trainers, anywhere else); memory (the next batch of rollouts would
+	// not fit max_bytes: the policy diverged).
 	StopReason  trainers.Stop `json:"stop_reason"`
 	Stalled     bool          `json:"stalled"`
 	Steps       int           `json:"steps"`

@@ -154,9 +154,9 @@ func TestCRC32CCheckValue(t *testing.T) {
 // the CSV's value as a float32; a resumed run adds a second file and a
 // fresh run over the folder removes both.
 func TestTensorBoardEvents(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := Defaults(trainers.BigramModel, trainers.GRPO)
 	cfg.Graph = tasks.Config{W: 3, K: 2, L: 2}
-	cfg.Train.Trainer, cfg.Train.Steps, cfg.Train.Until, cfg.Train.Rollouts = trainers.GRPO, 20, 0, 32
+	cfg.Train.Steps, cfg.Train.Until, cfg.Train.Rollouts = 20, 0, 32
 	cfg.TensorBoard, cfg.Out = true, t.TempDir()
 	if _, err := Run(context.Background(), cfg, Options{}); err != nil {
 		t.Fatal(err)

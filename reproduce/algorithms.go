@@ -74,13 +74,17 @@ func (r *reproducer) rlvrAlgos(dir string) (string, string, error) {
 		var lines []figures.Series
 		limit, reached := 0.0, 0
 		for _, alg := range algorithms {
-			rc := experiment.DefaultConfig()
+			rc := experiment.Defaults(trainers.BigramModel, alg.trainer)
 			rc.Graph = size.graph
-			rc.Train.Trainer, rc.Train.Baseline = alg.trainer, alg.baseline
+			if alg.baseline != "" {
+				rc.Train.Baseline = alg.baseline
+			}
 			rc.Train.LogEvery = 5
 			if alg.trainer.Sampled() {
 				rc.Train.Until, rc.Train.Steps, rc.Train.MaxTokens = 0, 1_000_000, size.budget
-				rc.Train.Optim.LR, rc.Train.Rollouts = size.lr, size.rollouts
+				if size.lr != 0 {
+					rc.Train.Optim.LR, rc.Train.Rollouts = size.lr, size.rollouts
+				}
 			}
 			sub := filepath.Join(dir, strings.ReplaceAll(name, ",", "-"), strings.NewReplacer(", ", "-", ". ", "-", " ", "-").Replace(strings.ToLower(alg.name)))
 			s, err := r.trainEntry(sub, rc)

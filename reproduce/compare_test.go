@@ -56,9 +56,10 @@ func TestCompareLearnersSpec(t *testing.T) {
 
 // TestCompareLearnersPaperSpec: the paper-size spec expands to 2 learners x
 // 4 trainers x 5 seeds at W=K=15, L=5. Its PPO runs are the same PPO for
-// both learners (128 rollouts, fork baseline, horizon 20, until within 5%,
-// at most 3000 steps), the bigram learning at the transformer's table rate;
-// GRPO, SFT and distillation keep the small graphs' budgets.
+// both learners (128 rollouts, fork baseline, horizon 20) with the same
+// budget of 2G sampled tokens and no stop rule (until 0), the bigram
+// learning at the transformer's table rate; GRPO, SFT and distillation
+// keep the small graphs' budgets of steps.
 func TestCompareLearnersPaperSpec(t *testing.T) {
 	s, err := paperSpec()
 	if err != nil {
@@ -84,11 +85,11 @@ func TestCompareLearnersPaperSpec(t *testing.T) {
 		tr := c.Train
 		switch tr.Trainer {
 		case trainers.PPO:
-			if tr.Steps != 3000 || tr.Until != 0.05 || tr.Rollouts != 128 || tr.Baseline != "fork" || tr.HorizonFactor != 20 || tr.Optim.Name != "adam" {
-				t.Errorf("run %d (%s): ppo %d steps until %g, %d rollouts, baseline %s, horizon %g, %s", r.Index, c.Model, tr.Steps, tr.Until, tr.Rollouts, tr.Baseline, tr.HorizonFactor, tr.Optim.Name)
+			if tr.MaxTokens != 2_000_000_000 || tr.Until != 0 || tr.Rollouts != 128 || tr.Baseline != "fork" || tr.HorizonFactor != 20 || tr.Optim.Name != "adam" {
+				t.Errorf("run %d (%s): ppo %d tokens until %g, %d rollouts, baseline %s, horizon %g, %s", r.Index, c.Model, tr.MaxTokens, tr.Until, tr.Rollouts, tr.Baseline, tr.HorizonFactor, tr.Optim.Name)
 			}
 			if c.Model == trainers.BigramModel {
-				if want := trainers.DefaultTransformerOptions().Resolve(tr).TableLR; tr.Optim.LR != want {
+				if want := trainers.DefaultTableLR(tr); tr.Optim.LR != want {
 					t.Errorf("run %d: the bigram's lr %g, want the transformer's table rate %g", r.Index, tr.Optim.LR, want)
 				}
 			}

@@ -33,9 +33,9 @@ func (r *reproducer) fig34(dir string) (string, string, error) {
 }
 
 func (r *reproducer) thm1(dir string) (string, string, error) {
-	rc := experiment.DefaultConfig()
+	rc := experiment.Defaults(trainers.BigramModel, trainers.Pretrain)
 	rc.Graph = graphConfig(2, 2, 2)
-	rc.Train.Trainer, rc.Train.Optim = trainers.Pretrain, nn.OptimConfig{Name: "sgd", LR: 50}
+	rc.Train.Optim = nn.OptimConfig{Name: "sgd", LR: 50}
 	rc.Train.Steps, rc.Train.Until, rc.Train.LogEvery = 400, 0, 1
 	s, err := r.trainEntry(dir, rc)
 	if err != nil {
@@ -46,10 +46,10 @@ func (r *reproducer) thm1(dir string) (string, string, error) {
 }
 
 func (r *reproducer) thm2(dir string) (string, string, error) {
-	rc := experiment.DefaultConfig()
+	rc := experiment.Defaults(trainers.BigramModel, trainers.SFT)
 	k, l := r.sized(6, 3), r.sized(3, 2)
 	rc.Graph = graphConfig(6, k, l)
-	rc.Train.Trainer, rc.Train.Optim = trainers.SFT, nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	rc.Train.Optim = nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 	s, err := r.trainEntry(dir, rc)
 	if err != nil {
 		return "", "", err
@@ -191,7 +191,7 @@ func (r *reproducer) corollary(dir string) (string, string, error) {
 }
 
 func (r *reproducer) thm5(dir string) (string, string, error) {
-	rc := experiment.DefaultConfig()
+	rc := experiment.Defaults(trainers.BigramModel, trainers.Distill)
 	k := r.sized(15, 5)
 	rc.Graph = graphConfig(k, k, r.sized(5, 3))
 	// The teacher is fig3-4's run: rerun it when it is missing, of another
@@ -202,7 +202,7 @@ func (r *reproducer) thm5(dir string) (string, string, error) {
 			return "", "", err
 		}
 	}
-	rc.Train.Trainer, rc.Teacher, rc.Train.Until = trainers.Distill, teacher, 0.005
+	rc.Teacher, rc.Train.Until = teacher, 0.005
 	s, err := r.trainEntry(dir, rc)
 	if err != nil {
 		return "", "", err

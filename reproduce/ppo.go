@@ -23,10 +23,9 @@ const ppoSeeds = 3
 // changes) and each seed's curve; seeds.csv and seeds.md give each seed's
 // steps to within 5%.
 func (r *reproducer) fig6(dir string) (string, string, error) {
-	rc := experiment.DefaultConfig()
+	rc := experiment.Defaults(trainers.BigramModel, trainers.PPO)
 	k, l := r.sized(15, 3), r.sized(5, 2)
 	rc.Graph = graphConfig(k, k, l)
-	rc.Train.Trainer = trainers.PPO
 	// The fork baseline: with the state baseline PPO plateaus above the
 	// limit at this size (docs/ppo-experiments.md).
 	rc.Train.Baseline, rc.Train.Until, rc.Train.Steps = "fork", 0.05, 3000

@@ -60,7 +60,7 @@ func (s *Spec) Size() int {
 }
 
 // Expand lists the runs of the spec into the folder out ("": the spec's
-// out, else DefaultOut). Every run is resolved (experiment.Config.Resolve); a
+// out, else DefaultOut). Every run is resolved (experiment.Given.Resolve); a
 // combination the configuration refuses, or two runs with the same
 // resolved configuration, are errors that name the run's index.
 func (s *Spec) Expand(out string) (*Plan, error) {
@@ -72,10 +72,6 @@ func (s *Spec) Expand(out string) (*Plan, error) {
 	}
 	if n := s.Size(); n > MaxRuns {
 		return nil, fmt.Errorf("more than %d runs: split the sweep into several specs", MaxRuns)
-	}
-	base, err := toTree(s.Base)
-	if err != nil {
-		return nil, err
 	}
 	// Every list and every grid path is one digit of a mixed-radix number:
 	// the lists first (sorted by name), then the grid's paths, the last
@@ -114,12 +110,9 @@ func (s *Spec) Expand(out string) (*Plan, error) {
 		sort.SliceStable(settings, func(i, j int) bool { return settings[i].Path < settings[j].Path })
 		index := len(p.Runs)
 		where := fmt.Sprintf("run %d (%s)", index, describe(settings))
-		cfg, err := apply(base, settings)
+		cfg, err := resolve(s.Base, settings)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", where, err)
-		}
-		if cfg, err = cfg.Resolve(); err != nil {
-			return nil, fmt.Errorf("%s: %v", where, err)
+			return nil, fmt.Errorf("%s: %v", where, jsonMessage(err))
 		}
 		id, hash := Identity(cfg)
 		if j, ok := seen[id]; ok {

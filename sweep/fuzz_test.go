@@ -30,7 +30,9 @@ func FuzzSpec(f *testing.F) {
 		if s.Size() > 64 {
 			return
 		}
-		s.Base.Graph.MaxBytes = 1 << 20 // the fuzzer must not plan giant graphs
+		if err := s.Base.Set("graph.max_bytes", []byte("1048576")); err != nil { // the fuzzer must not plan giant graphs
+			t.Fatal(err)
+		}
 		p, err := s.Expand("out")
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {

@@ -9,19 +9,11 @@ import (
 	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/experiment"
-	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
 // A path addresses a field of experiment.Config by its JSON keys, joined by dots:
 // "train.optimizer.lr". A path may stop at an object ("graph",
 // "transformer"): its value then replaces the whole object.
-
-// defaults fill an object that the base leaves out (nil pointer) when a path
-// sets one of its fields: "transformer.prompt" over a base without
-// transformer options starts from the default options.
-var defaults = map[reflect.Type]func() any{
-	reflect.TypeFor[trainers.TransformerOptions](): func() any { return trainers.DefaultTransformerOptions() },
-}
 
 // checkPath reports whether path names a field of experiment.Config, and which
 // keys are allowed where it does not.
@@ -124,64 +116,16 @@ func decodeTree(data []byte) (map[string]any, error) {
 	return m, nil
 }
 
-// apply sets each path of a copy of the base tree to its value and decodes
-// the result strictly into a configuration (unknown keys and type errors
-// are refused).
-func apply(base map[string]any, settings []Setting) (experiment.Config, error) {
-	tree, err := decodeTree(mustMarshal(base))
-	if err != nil {
-		return experiment.Config{}, err
-	}
+// resolve sets each path of a copy of the base to its value and resolves
+// the result as a config file is (experiment.Given.Resolve).
+func resolve(base *experiment.Given, settings []Setting) (experiment.Config, error) {
+	g := base.Clone()
 	for _, s := range settings {
-		if err := set(tree, reflect.TypeFor[experiment.Config](), strings.Split(s.Path, "."), s.Value); err != nil {
+		if err := g.Set(s.Path, s.Value); err != nil {
 			return experiment.Config{}, err
 		}
 	}
-	var c experiment.Config // every key is in the tree: decode over zero values
-	if err := experiment.Decode(mustMarshal(tree), &c); err != nil {
-		return experiment.Config{}, fmt.Errorf("%s", jsonMessage(err))
-	}
-	return c, nil
-}
-
-// set puts v at path segs of tree, whose type is t; an object the tree
-// lacks is created from its defaults (or empty).
-func set(tree map[string]any, t reflect.Type, segs []string, v json.RawMessage) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	f, ok := jsonField(t, segs[0])
-	if !ok {
-		return fmt.Errorf("unknown key %q", segs[0])
-	}
-	if len(segs) == 1 {
-		dec := json.NewDecoder(bytes.NewReader(v))
-		dec.UseNumber()
-		var x any
-		if err := dec.Decode(&x); err != nil {
-			return fmt.Errorf("%s", jsonMessage(err))
-		}
-		tree[segs[0]] = x
-		return nil
-	}
-	sub, ok := tree[segs[0]].(map[string]any)
-	if !ok {
-		ft := f.Type
-		for ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		var init any = map[string]any{}
-		if d, ok := defaults[ft]; ok {
-			init = d()
-		}
-		m, err := decodeTree(mustMarshal(init))
-		if err != nil {
-			return err
-		}
-		sub = m
-		tree[segs[0]] = sub
-	}
-	return set(sub, f.Type, segs[1:], v)
+	return g.Resolve()
 }
 
 // mustMarshal marshals values this package built from JSON.

@@ -26,6 +26,13 @@ type Group struct {
 	Final, Steps, Wall, Success Estimate
 	Reached, Counted            int
 	Limit                       float64 // the runs' limit hitting time
+	// Stops counts the runs that count by their stop reason; Tokens is
+	// their sampled tokens (sampled trainers), and AboveBest the largest
+	// relative excess of a final hitting time over its run's best row
+	// (NaN: none has both).
+	Stops     map[string]int
+	Tokens    Estimate
+	AboveBest float64
 }
 
 // Groups splits the runs by configuration, seed aside, in the order of
@@ -37,19 +44,26 @@ func (c *Collection) Groups() (groups []*Group, label []string) {
 		key := groupKey(r.Fields)
 		g, ok := byKey[key]
 		if !ok {
-			g = &Group{Fields: r.Fields, Limit: math.NaN()}
+			g = &Group{Fields: r.Fields, Limit: math.NaN(), Stops: map[string]int{}, AboveBest: math.NaN()}
 			byKey[key] = g
 			groups = append(groups, g)
 		}
 		g.Runs = append(g.Runs, r)
 	}
 	for _, g := range groups {
-		var final, steps, wall, success []float64
+		var final, steps, wall, success, tokens []float64
 		for _, r := range g.Runs {
 			if r.Problem != "" {
 				continue
 			}
 			g.Counted++
+			g.Stops[string(r.Summary.StopReason)]++
+			if r.Summary.SampledTokens > 0 {
+				tokens = append(tokens, float64(r.Summary.SampledTokens))
+			}
+			if f, b := experiment.Value(r.Summary.FinalHittingTime), experiment.Value(r.Summary.BestHittingTime); f > 0 && b > 0 {
+				g.AboveBest = math.Max(nanToInf(g.AboveBest), f/b-1)
+			}
 			final = append(final, experiment.Value(r.Summary.FinalHittingTime))
 			s, w := r.Reach()
 			if !math.IsNaN(s) {
@@ -59,7 +73,7 @@ func (c *Collection) Groups() (groups []*Group, label []string) {
 			success = append(success, r.SuccessRate())
 			g.Limit = experiment.Value(r.Summary.LimitHittingTime)
 		}
-		g.Final, g.Steps, g.Wall, g.Success = Mean95(final), Mean95(steps), Mean95(wall), Mean95(success)
+		g.Final, g.Steps, g.Wall, g.Success, g.Tokens = Mean95(final), Mean95(steps), Mean95(wall), Mean95(success), Mean95(tokens)
 	}
 	label = distinguishing(groups, c.Columns())
 	return groups, label
@@ -112,6 +126,34 @@ func varying(groups []*Group, cols []string) []string {
 		out = []string{"model", "trainer", "graph"}
 	}
 	return out
+}
+
+// nanToInf is x, or -Inf for NaN (a maximum not yet taken).
+func nanToInf(x float64) float64 {
+	if math.IsNaN(x) {
+		return math.Inf(-1)
+	}
+	return x
+}
+
+// StopsString prints the stop reasons' counts, most frequent first: "until 3,
+// plateau 1".
+func (g *Group) StopsString() string {
+	reasons := make([]string, 0, len(g.Stops))
+	for r := range g.Stops {
+		reasons = append(reasons, r)
+	}
+	sort.Slice(reasons, func(i, j int) bool {
+		a, b := reasons[i], reasons[j]
+		return g.Stops[a] > g.Stops[b] || g.Stops[a] == g.Stops[b] && a < b
+	})
+	for i, r := range reasons {
+		reasons[i] = fmt.Sprintf("%s %d", r, g.Stops[r])
+	}
+	if len(reasons) == 0 {
+		return "-"
+	}
+	return strings.Join(reasons, ", ")
 }
 
 func groupKey(f map[string]string) string {
@@ -204,7 +246,7 @@ func writeSummaryCSV(b *bytes.Buffer, groups []*Group, label []string) error {
 	w.Write(append(slices.Clone(label), "seeds", "runs", "limit_hitting_time",
 		"final_hitting_time_mean", "final_hitting_time_ci95", "reached_within_5pct",
 		"steps_to_5pct_mean", "steps_to_5pct_ci95", "wall_seconds_to_5pct_mean", "wall_seconds_to_5pct_ci95",
-		"success_rate_mean", "success_rate_ci95"))
+		"success_rate_mean", "success_rate_ci95", "stops", "sampled_tokens_mean", "sampled_tokens_ci95", "final_above_best_max"))
 	for _, g := range groups {
 		rec := []string{}
 		for _, col := range label {
@@ -218,6 +260,7 @@ func writeSummaryCSV(b *bytes.Buffer, groups []*Group, label []string) error {
 		for _, e := range []Estimate{g.Steps, g.Wall, g.Success} {
 			rec = append(rec, experiment.FormatExact(e.Mean), experiment.FormatExact(e.CI95))
 		}
+		rec = append(rec, g.StopsString(), experiment.FormatExact(g.Tokens.Mean), experiment.FormatExact(g.Tokens.CI95), experiment.FormatExact(g.AboveBest))
 		w.Write(rec)
 	}
 	w.Flush()
@@ -239,8 +282,8 @@ func est(e Estimate) string {
 func (c *Collection) writeMarkdown(b *bytes.Buffer, groups []*Group, label []string) error {
 	fmt.Fprintf(b, "# Sweep aggregate\n\n%d runs in %d groups (same configuration but for the seed). Means over seeds with 95%% Student t intervals; "+
 		"steps and wall seconds to within %g%% of the limit are over the seeds that got there.\n\n", len(c.Runs), len(groups), Within*100)
-	b.WriteString("| " + strings.Join(label, " | ") + " | seeds | final hitting time | limit | within 5% | steps to 5% | wall s to 5% | success rate |\n")
-	b.WriteString(strings.Repeat("| --- ", len(label)+7) + "|\n")
+	b.WriteString("| " + strings.Join(label, " | ") + " | seeds | final hitting time | limit | within 5% | steps to 5% | wall s to 5% | success rate | stopped by | sampled tokens | final above best (max) |\n")
+	b.WriteString(strings.Repeat("| --- ", len(label)+10) + "|\n")
 	for _, g := range groups {
 		var cells []string
 		for _, col := range label {
@@ -254,8 +297,12 @@ func (c *Collection) writeMarkdown(b *bytes.Buffer, groups []*Group, label []str
 		if !math.IsNaN(g.Limit) {
 			limit = experiment.FormatNumber(g.Limit)
 		}
+		above := "-"
+		if !math.IsNaN(g.AboveBest) {
+			above = fmt.Sprintf("%.2g%%", 100*g.AboveBest)
+		}
 		cells = append(cells, seeds, est(g.Final), limit, fmt.Sprintf("%d/%d", g.Reached, g.Counted),
-			est(g.Steps), est(g.Wall), est(g.Success))
+			est(g.Steps), est(g.Wall), est(g.Success), g.StopsString(), est(g.Tokens), above)
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
 	if p := c.Problems(); len(p) > 0 {

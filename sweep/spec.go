@@ -31,9 +31,11 @@ type Spec struct {
 	Name string
 	// Out is the folder of the run folders ("" : runs/sweeps/<Name>).
 	Out string
-	// Base is the configuration every run starts from, decoded over
-	// experiment.DefaultConfig() as a config file is.
-	Base experiment.Config
+	// Base is the configuration every run starts from, as the spec gives
+	// it: each run's settings are set on it and the result resolved as a
+	// config file is (experiment.Given.Resolve), so each run gets its own
+	// trainer's and model's defaults.
+	Base *experiment.Given
 	// Grid is the Cartesian product of values per path, sorted by path.
 	Grid []Axis
 	// Lists hold explicit variants, sorted by name ("list" for the spec's
@@ -89,19 +91,20 @@ func ParseSpec(data []byte, name string) (*Spec, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%v: want an object with out, base, grid, list and lists", jsonMessage(err))
 	}
-	s := &Spec{Name: name, Out: f.Out, Base: experiment.DefaultConfig()}
+	s := &Spec{Name: name, Out: f.Out, Base: experiment.NewGiven()}
 	if f.Base != nil {
-		if err := experiment.Decode(f.Base, &s.Base); err != nil {
+		var err error
+		if s.Base, err = experiment.ParseGiven(f.Base); err == nil {
+			err = s.Base.Check()
+		}
+		if err != nil {
 			return nil, fmt.Errorf("base: %v", jsonMessage(err))
 		}
 	}
-	if s.Base.Out != "" {
-		return nil, fmt.Errorf("base.out %q: the sweep names each run's folder; set the spec's out (the sweep's folder) instead", s.Base.Out)
+	if s.Base.Has("out") {
+		return nil, errors.New("base.out: the sweep names each run's folder; set the spec's out (the sweep's folder) instead")
 	}
-	base, err := toTree(s.Base)
-	if err != nil {
-		return nil, err
-	}
+	base := s.Base
 	lists := f.Lists
 	if f.List != nil {
 		if _, ok := lists["list"]; ok {
@@ -159,7 +162,7 @@ func ParseSpec(data []byte, name string) (*Spec, error) {
 
 // parseList checks one list's entries; owner records which list or the
 // grid sets each path, so that no path is set in two places.
-func parseList(base map[string]any, name string, entries []map[string]json.RawMessage, owner map[string]string) (List, error) {
+func parseList(base *experiment.Given, name string, entries []map[string]json.RawMessage, owner map[string]string) (List, error) {
 	l := List{Name: name}
 	label := "list"
 	if name != "list" {
@@ -192,11 +195,17 @@ func parseList(base map[string]any, name string, entries []map[string]json.RawMe
 	return l, nil
 }
 
-// checkValue checks that path is a field of the configuration and that v is
-// a value it takes (decoded alone over the base).
-func checkValue(base map[string]any, path string, v json.RawMessage, where string) error {
-	if _, err := apply(base, []Setting{{path, v}}); err != nil {
-		return fmt.Errorf("%s (%s): %v", where, compact(v), err)
+// checkValue checks that v is a value the field at path takes (set alone
+// on the base and decoded, not resolved: the other settings of a run may
+// be what makes it valid).
+func checkValue(base *experiment.Given, path string, v json.RawMessage, where string) error {
+	g := base.Clone()
+	err := g.Set(path, v)
+	if err == nil {
+		err = g.Check()
+	}
+	if err != nil {
+		return fmt.Errorf("%s (%s): %v", where, compact(v), jsonMessage(err))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -99,7 +100,7 @@ func TestBadSpecs(t *testing.T) {
 func TestBadCombination(t *testing.T) {
 	for _, c := range []struct{ name, spec, want string }{
 		{"bigram with transformer options", `{"base": {"train": {"trainer": "ppo"}}, "grid": {"model": ["transformer", "bigram"], "transformer.prompt": [true]}}`,
-			`run 1 (model=bigram transformer.prompt=true): transformer options given for model bigram`},
+			`run 1 (model=bigram transformer.prompt=true): transformer.prompt: applies to the transformer; this run is ppo on the bigram`},
 		{"W=0", `{"grid": {"graph": [{"W": 2, "K": 2, "L": 2}, {"W": 0, "K": 2, "L": 2}]}}`, `run 1 (graph={"W":0,"K":2,"L":2}): W=0: must be an integer in`},
 		{"rlvr-exact on a transformer", `{"list": [{"model": "transformer", "train.trainer": "rlvr-exact"}]}`, "run 0 (model=transformer train.trainer=rlvr-exact): trainers: model transformer trains with"},
 	} {
@@ -113,5 +114,36 @@ func TestBadCombination(t *testing.T) {
 				t.Errorf("got %v, want one line with %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestEachRunItsOwnDefaults: a sweep over trainers resolves each run as a
+// config file is, from the spec's base as given: each trainer gets its own
+// defaults (ppo Adam at 0.05, sft sign descent at 0.01), a base field runs
+// it does not apply to are refused for, and the run's hash is of its
+// config.json (the fields that apply to it).
+func TestEachRunItsOwnDefaults(t *testing.T) {
+	s, err := ParseSpec([]byte(`{"base": {"graph": {"W": 2, "K": 2, "L": 2}, "train": {"steps": 5}},
+		"list": [{"train.trainer": "ppo"}, {"train.trainer": "sft"}, {"train.trainer": "ppo", "train.optimizer.name": "sgd"}]}`), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Expand("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"adam 0.05 256", "sign 0.01 0", "sgd 0.01 256"} {
+		tr := p.Runs[i].Config.Train
+		if got := fmt.Sprintf("%s %g %d", tr.Optim.Name, tr.Optim.LR, tr.Rollouts); got != want || tr.Steps != 5 {
+			t.Errorf("run %d: %s, %d steps; want %s, 5 steps", i, got, tr.Steps, want)
+		}
+		id, _ := Identity(p.Runs[i].Config)
+		if strings.Contains(id, "epochs") != (tr.Trainer == "ppo") {
+			t.Errorf("run %d: identity %s", i, id)
+		}
+	}
+	s, _ = ParseSpec([]byte(`{"base": {"train": {"epochs": 3}}, "list": [{"train.trainer": "ppo"}, {"train.trainer": "sft"}]}`), "x")
+	if _, err := s.Expand(""); err == nil || !strings.Contains(err.Error(), "run 1 (train.trainer=sft): train.epochs: applies to ppo") {
+		t.Errorf("got %v, want run 1 refused for train.epochs", err)
 	}
 }

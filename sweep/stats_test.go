@@ -3,6 +3,9 @@ package sweep
 import (
 	"math"
 	"testing"
+
+	"github.com/rlvr-backtrack/backtrack/experiment"
+	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
 // TestStudentT975 against published quantiles t_{0.975, df}.
@@ -31,5 +34,31 @@ func TestMean95(t *testing.T) {
 	}
 	if e := Mean95(nil); e.N != 0 || !math.IsNaN(e.Mean) {
 		t.Errorf("no value: got %+v", e)
+	}
+}
+
+// TestGroupStopsAndBest: a group counts its runs' stop reasons, most
+// frequent first, and the largest excess of a final hitting time over its
+// run's best row; a run that does not count is left out of both.
+func TestGroupStopsAndBest(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	run := func(seed, stop string, final, best float64, problem string) *RunData {
+		return &RunData{Fields: map[string]string{"trainer": "grpo", "seed": seed}, Problem: problem,
+			Summary: &experiment.Summary{StopReason: trainers.Stop(stop), FinalHittingTime: f(final), BestHittingTime: f(best), SampledTokens: 100}}
+	}
+	c := &Collection{Runs: []*RunData{run("1", "until", 101, 101, ""), run("2", "plateau", 103, 102, ""), run("3", "until", 100, 100, ""), run("4", "steps", 200, 100, "stalled")}}
+	groups, _ := c.Groups()
+	if len(groups) != 1 {
+		t.Fatalf("%d groups, want 1", len(groups))
+	}
+	g := groups[0]
+	if got := g.StopsString(); got != "until 2, plateau 1" {
+		t.Errorf("stops %q, want %q", got, "until 2, plateau 1")
+	}
+	if want := 103.0/102 - 1; math.Abs(g.AboveBest-want) > 1e-15 {
+		t.Errorf("final above best %v, want %v", g.AboveBest, want)
+	}
+	if g.Tokens.N != 3 || g.Tokens.Mean != 100 {
+		t.Errorf("tokens %+v, want 3 runs of 100", g.Tokens)
 	}
 }

@@ -20,12 +20,14 @@ func init() {
 		// Sampled RLVR's optimiser tuned at W=K=5, L=3: Adam at lr 0.05 for
 		// ppo, 0.1 for reinforce (the package's 256 rollouts and state
 		// baseline).
-		defaults: func(k Kind, d *Defaults) {
+		defaults: func(k Kind, d *Config) {
 			switch k {
 			case PPO:
 				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+				d.Baseline = "fork"
 			case Reinforce:
 				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+				d.Baseline = "fork"
 			case GRPO, RLOO, DrGRPO:
 				d.Optim = nn.OptimConfig{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 			}

@@ -4,22 +4,27 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/nn"
 )
 
-// Config configures one training run on a world graph. The fields whose
-// good value depends on the trainer and the model (the optimiser, the
-// rollouts per step, the baseline) may be left at their zero value: New and
-// Resolve fill them from Defaults, so a config file and command-line flags
-// resolve alike.
+// Config configures one training run on a world graph. Defaults gives
+// every field that applies to a trainer on a model; the fields that do not
+// apply to a run (Fields) are never read, and Validate does not check them.
 type Config struct {
 	// Trainer is the trainer kind (see Kind).
 	Trainer Kind           `json:"trainer"`
 	Optim   nn.OptimConfig `json:"optimizer"`
-	// LRDecay schedules the learning rate over the Steps: "" (constant) or
-	// "linear" (from the optimiser's lr down to lr/Steps at the last step).
-	LRDecay string `json:"lr_decay,omitempty"`
+	// LRDecay schedules the learning rate: "" (constant), "linear" (from
+	// the optimiser's lr down to lr/Steps at the last step) or "plateau"
+	// (halved each time the run goes Patience steps without a new best,
+	// at most Halvings times; see progress).
+	LRDecay string `json:"lr_decay"`
+	// Halvings (lr_decay plateau) is how many times the learning rate may
+	// be halved before a run that still makes no progress stops (stop
+	// reason plateau).
+	Halvings int `json:"halvings"`
 	// Steps caps the number of optimiser steps (>= 1).
 	Steps int `json:"steps"`
 	// Until stops the run once the hitting time is within this relative
@@ -30,7 +35,7 @@ type Config struct {
 	// MaxTokens (sampled trainers) stops the run once it has sampled at
 	// least this many tokens: a budget shared by trainers that sample
 	// differently (0: none).
-	MaxTokens int `json:"max_tokens,omitempty"`
+	MaxTokens int `json:"max_tokens"`
 	// Seed seeds every random choice of the run (sampled traces, the
 	// supervised backward states, rollouts, initial weights).
 	Seed uint64 `json:"seed"`
@@ -40,12 +45,17 @@ type Config struct {
 	// types (L_j^-, R_j^- of each branch and depth) whose desired backward
 	// move is also supervised (Appendix F, Figure 5 right).
 	SupervisedBackward float64 `json:"supervised_backward"`
-	// Patience (rlvr-exact) stops a run whose hitting time has not
-	// improved for this many steps (0: never). Sign descent with a fixed
-	// step can lock into a cycle that the paper's continuous sign flow does
-	// not have (W=15, K=30, L=5 at lr 0.01 does); the run then stops with
-	// ErrStalled. The cross-entropy trainers are convex and settle at the
-	// data's entropy, which is convergence, not a stall.
+	// Patience is how many steps a run may go without a new best (see
+	// progress: the lowest hitting time for the RL trainers, the closest
+	// to the limit for sft and distill, the least invalid mass for
+	// pretrain) before it acts (0: never): under lr_decay plateau it
+	// halves the rate, and once Halvings are spent, or without that
+	// schedule at once, it stops. Where it stops decides the reason: at
+	// the exact optimum of the setting (optimum), at a stationary point
+	// (stationary), for exact RLVR anywhere else a stall (ErrStalled: sign
+	// descent with a fixed step can lock into a cycle that the paper's
+	// continuous sign flow does not have, W=15, K=30, L=5 at lr 0.01
+	// does), for the other trainers a plateau.
 	Patience int `json:"patience"`
 	// Sampled RLVR (reinforce, ppo; the paper's PPO figure): each step
 	// samples Rollouts rollouts of the current policy with horizon
@@ -72,10 +82,10 @@ type Config struct {
 	// number of rollouts times the step's horizon, a normaliser that does
 	// not depend on the lengths: TRL's "dr_grpo"). With KLCoef > 0 the
 	// group-relative trainers add the k3 estimate of KL(pi || pi_start) on
-	// each sampled token, aggregated the same way. Both fields are unset
-	// (0, "") for the other trainers.
-	GroupSize int    `json:"group_size,omitempty"`
-	LossAgg   string `json:"loss_agg,omitempty"`
+	// each sampled token, aggregated the same way. Neither applies to the
+	// other trainers (reinforce and ppo aggregate per token).
+	GroupSize int    `json:"group_size"`
+	LossAgg   string `json:"loss_agg"`
 	// Baseline is subtracted from each token's return to go: "state-target"
 	// (the batch's mean return from the token's state in rollouts with the
 	// same target), "state" (from the token's state) or "batch" (the
@@ -97,187 +107,135 @@ type Config struct {
 	// DistillTraces (distill) is the number of teacher rollouts sampled once
 	// as the training set; 0 trains on the teacher's exact distribution.
 	DistillTraces int `json:"distill_traces"`
-	// TrainSource trains the source row s0 -> f; by default it stays
-	// uniform like the fork-incoming rows (the paper fixes those and treats
-	// every state whose head is the fork alike; the source row is the one
-	// choice it leaves open). Every trainer and model honours it, and the
-	// RLVR trainers converge to the optimum of the setting
-	// (eval.Optimum).
+	// TrainSource (the RL trainers and distill) trains the source row
+	// s0 -> f; by default it stays uniform like the fork-incoming rows (the
+	// paper fixes those and treats every state whose head is the fork
+	// alike; the source row is the one choice it leaves open). Both models
+	// honour it, and the RLVR trainers converge to the optimum of the
+	// setting (eval.Optimum). sft and pretrain do not take it: their data
+	// (golden paths, world-model pairs) is uniform over the branch
+	// entries, so training the row would only pull it back to uniform.
 	TrainSource bool `json:"train_source"`
 }
 
 // Baselines lists the values of Config.Baseline.
 var Baselines = []string{"gae", "fork", "state-target", "state", "batch", "group"}
 
+// LRDecays lists the values of Config.LRDecay.
+var LRDecays = []string{"", "linear", "plateau"}
+
+// maxHalvings bounds Config.Halvings: 2^-50 of a rate is no rate.
+const maxHalvings = 50
+
 // LossAggs lists the values of Config.LossAgg.
 var LossAggs = []string{"token", "sequence", "constant"}
 
-// DefaultConfig is the paper's headline run, exact RLVR until within 0.1%
-// of its limit, with the trainer- and model-dependent fields unset
-// (Resolve fills them: sign descent with lr 0.01 for exact RLVR).
-func DefaultConfig() Config {
-	return Config{Trainer: RLVRExact, Optim: nn.OptimConfig{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, Steps: 20000, Until: 1e-3, Seed: 1, LogEvery: 10, Patience: 1000,
-		Beta: 3e-4, Epochs: 2, Minibatches: 2, Clip: 0.2, Lambda: 0.95, CriticRate: 0.5, NormalizeAdvantages: true}
-}
+// DefaultConfig is the paper's headline run: exact RLVR with sign descent
+// at lr 0.01 until within 0.1% of its limit, on the bigram.
+func DefaultConfig() Config { return Defaults(RLVRExact, BigramModel) }
 
-// Defaults are the values of the trainer- and model-dependent fields that
-// Resolve fills when they are unset.
-type Defaults struct {
-	Optim         nn.OptimConfig
-	Rollouts      int
-	Baseline      string
-	HorizonFactor float64
-	// GroupSize and LossAgg are set for the group-relative trainers only.
-	GroupSize int
-	LossAgg   string
-}
-
-// defaultsFor returns the defaults of trainer k on model m: the paper's sign
-// descent at lr 0.01, 256 rollouts, the state baseline and the paper's
-// horizon of twice the hitting time, unless the model registered others
-// (each model's file says which and why).
-func defaultsFor(k Kind, m Model) Defaults {
-	d := Defaults{Optim: nn.DefaultOptimConfig(), Rollouts: 256, Baseline: "state", HorizonFactor: 2}
+// Defaults is trainer k's configuration on model m with every default:
+// each field that applies to k on m, for some choice of the optimiser and
+// the baseline (Fields), at its default, and every other field zero. The
+// package's defaults are the paper's (sign descent at lr 0.01, 256
+// rollouts, horizon twice the hitting time, beta 3e-4) and the usual ones
+// of the trainers it names (PPO's 2 epochs of 2 minibatches clipped at
+// 0.2, TRL's groups of 8); a model overrides some of them (each model's
+// file says which and why). Adding a field: the struct, one line here, one
+// line in Fields.
+func Defaults(k Kind, m Model) Config {
+	c := Config{Trainer: k, Optim: nn.DefaultOptimConfig(), Steps: 20000, Until: 1e-3, Seed: 1, LogEvery: 10, Patience: 1000}
+	if k.Sampled() || m == TransformerModel { // the transformer's sft and distill: sequences per step
+		c.Rollouts = 256
+	}
+	if k.Sampled() {
+		c.Beta, c.HorizonFactor, c.Baseline = 3e-4, 2, "state"
+		// Sampled updates are noisy: within 1% of the optimum (the exact
+		// hitting time resolves any distance, the updates' noise does
+		// not), and a rate halved after 200 steps without a new best, three
+		// times, before the run stops with its best parameters.
+		c.Until, c.LRDecay, c.Patience, c.Halvings = 0.01, "plateau", 200, 3
+	}
+	if ownBaseline(k) {
+		c.Lambda, c.CriticRate, c.NormalizeAdvantages = 0.95, 0.5, true
+	}
+	if k.Clipped() {
+		c.Epochs, c.Minibatches, c.Clip = 2, 2, 0.2
+	}
 	if k.Grouped() {
 		// TRL's GRPOConfig: num_generations 8; token-level aggregation for
 		// grpo and rloo, the constant normaliser for dr-grpo.
-		d.Baseline, d.GroupSize, d.LossAgg = "group", 8, "token"
+		c.Baseline, c.GroupSize, c.LossAgg = "group", 8, "token"
 		if k == DrGRPO {
-			d.LossAgg = "constant"
+			c.LossAgg = "constant"
 		}
 	}
 	if spec, ok := models[m]; ok && spec.defaults != nil {
-		spec.defaults(k, &d)
-	}
-	return d
-}
-
-// Resolve fills the fields left unset (zero optimiser name or learning
-// rate, zero rollouts, empty baseline, zero horizon factor) with the defaults of the trainer on
-// model m. An optimiser named without a learning rate takes the default
-// rate when the default optimiser has that name, and the paper's 0.01
-// otherwise.
-func (c Config) Resolve(m Model) Config {
-	d := defaultsFor(c.Trainer, m)
-	switch {
-	case c.Optim.Name == "" && c.Optim.LR == 0:
-		c.Optim.Name, c.Optim.LR = d.Optim.Name, d.Optim.LR
-	case c.Optim.Name == "":
-		c.Optim.Name = d.Optim.Name
-	case c.Optim.LR == 0 && c.Optim.Name == d.Optim.Name:
-		c.Optim.LR = d.Optim.LR
-	case c.Optim.LR == 0:
-		c.Optim.LR = nn.DefaultOptimConfig().LR
-	}
-	if c.Rollouts == 0 {
-		c.Rollouts = d.Rollouts
-	}
-	if c.Baseline == "" {
-		c.Baseline = d.Baseline
-	}
-	if c.HorizonFactor == 0 {
-		c.HorizonFactor = d.HorizonFactor
-	}
-	if c.GroupSize == 0 {
-		c.GroupSize = d.GroupSize
-	}
-	if c.LossAgg == "" {
-		c.LossAgg = d.LossAgg
+		spec.defaults(k, &c)
 	}
 	return c
 }
 
-// Validate checks every field of a resolved config; errors name the field
-// and what is allowed.
-func (c Config) Validate() error {
+// DefaultOptim is the optimiser named name with its defaults for trainer
+// k on model m: the trainer's default learning rate when its default
+// optimiser has that name, the paper's 0.01 otherwise, and Adam's usual
+// constants.
+func DefaultOptim(k Kind, m Model, name string) nn.OptimConfig {
+	if d := Defaults(k, m).Optim; d.Name == name {
+		return d
+	}
+	o := nn.DefaultOptimConfig()
+	o.Name = name
+	return o
+}
+
+// Validate checks every field that applies to the run on model m
+// (Fields); errors name the field and what is allowed. The others are
+// never read: they are not checked.
+func (c Config) Validate(m Model) error {
 	if !c.Trainer.Valid() {
 		return fmt.Errorf("trainers: trainer %q: want one of %s", c.Trainer, KindNames(Kinds))
 	}
 	if err := c.Optim.Validate(); err != nil {
 		return err
 	}
-	if c.LRDecay != "" && c.LRDecay != "linear" {
-		return fmt.Errorf("trainers: lr_decay %q: want \"\" (constant) or linear", c.LRDecay)
-	}
-	if c.Steps < 1 {
-		return fmt.Errorf("trainers: steps %d: want >= 1", c.Steps)
-	}
-	if !(c.Until >= 0 && c.Until < 1) {
-		return fmt.Errorf("trainers: until %v: want a relative distance in [0, 1) (0: run all steps)", c.Until)
-	}
-	if c.MaxTokens < 0 || c.MaxTokens > 0 && !c.Trainer.Sampled() {
-		return fmt.Errorf("trainers: max_tokens %d: want >= 0, and 0 unless the trainer samples (reinforce, ppo, grpo, rloo, dr-grpo)", c.MaxTokens)
-	}
-	if c.LogEvery < 1 {
-		return fmt.Errorf("trainers: log_every %d: want >= 1", c.LogEvery)
-	}
-	if !(c.SupervisedBackward >= 0 && c.SupervisedBackward <= 1) || math.IsNaN(c.SupervisedBackward) {
-		return fmt.Errorf("trainers: supervised_backward %v: want a fraction in [0, 1]", c.SupervisedBackward)
-	}
-	if c.SupervisedBackward > 0 && !c.Trainer.Supervises() {
-		return fmt.Errorf("trainers: supervised_backward %v: only the sft trainer supervises backward states", c.SupervisedBackward)
-	}
-	if c.Patience < 0 {
-		return fmt.Errorf("trainers: patience %d: want >= 0 (0: never stop for lack of progress)", c.Patience)
-	}
-	if c.Rollouts < 1 {
-		return fmt.Errorf("trainers: rollouts %d: want >= 1", c.Rollouts)
-	}
-	if !(c.Beta >= 0) || math.IsInf(c.Beta, 0) {
-		return fmt.Errorf("trainers: beta %v: want a finite length penalty >= 0", c.Beta)
-	}
-	if !(c.HorizonFactor >= 1) || math.IsInf(c.HorizonFactor, 0) {
-		return fmt.Errorf("trainers: horizon_factor %v: want >= 1 (the paper's 2): below 1 the horizon is shorter than the hitting time and cuts most rollouts before their target", c.HorizonFactor)
-	}
-	if c.Epochs < 1 || c.Minibatches < 1 || c.Minibatches > c.Rollouts {
-		return fmt.Errorf("trainers: epochs %d, minibatches %d: want >= 1 each, minibatches <= rollouts (%d)", c.Epochs, c.Minibatches, c.Rollouts)
-	}
-	if !(c.Clip > 0 && c.Clip < 1) {
-		return fmt.Errorf("trainers: clip %v: want in (0, 1)", c.Clip)
-	}
-	if !(c.KLCoef >= 0) || !(c.EntropyCoef >= 0) || math.IsInf(c.KLCoef, 0) || math.IsInf(c.EntropyCoef, 0) {
-		return fmt.Errorf("trainers: kl_coef %v, entropy_coef %v: want finite >= 0", c.KLCoef, c.EntropyCoef)
-	}
-	if !slices.Contains(Baselines, c.Baseline) {
-		return fmt.Errorf("trainers: baseline %q: want gae, fork, state-target, state, batch or group", c.Baseline)
-	}
-	if err := c.validateGroups(); err != nil {
-		return err
-	}
-	if !(c.Lambda >= 0 && c.Lambda <= 1) || !(c.CriticRate > 0 && c.CriticRate <= 1) {
-		return fmt.Errorf("trainers: lambda %v, critic_rate %v: want lambda in [0, 1], critic_rate in (0, 1]", c.Lambda, c.CriticRate)
-	}
-	if c.DistillTraces < 0 {
-		return fmt.Errorf("trainers: distill_traces %d: want >= 0 (0: the teacher's exact distribution)", c.DistillTraces)
+	ownBaselines := Baselines[:len(Baselines)-1] // all but group
+	for _, f := range []struct {
+		key string
+		ok  bool
+		msg string
+	}{
+		{"train.lr_decay", slices.Contains(LRDecays, c.LRDecay), fmt.Sprintf("lr_decay %q: want \"\" (constant), linear or plateau", c.LRDecay)},
+		{"train.halvings", c.Halvings >= 0 && c.Halvings <= maxHalvings, fmt.Sprintf("halvings %d: want 0..%d", c.Halvings, maxHalvings)},
+		{"train.steps", c.Steps >= 1, fmt.Sprintf("steps %d: want >= 1", c.Steps)},
+		{"train.until", c.Until >= 0 && c.Until < 1, fmt.Sprintf("until %v: want a relative distance in [0, 1) (0: run all steps)", c.Until)},
+		{"train.max_tokens", c.MaxTokens >= 0, fmt.Sprintf("max_tokens %d: want >= 0 (0: no budget)", c.MaxTokens)},
+		{"train.log_every", c.LogEvery >= 1, fmt.Sprintf("log_every %d: want >= 1", c.LogEvery)},
+		{"train.supervised_backward", c.SupervisedBackward >= 0 && c.SupervisedBackward <= 1, fmt.Sprintf("supervised_backward %v: want a fraction in [0, 1]", c.SupervisedBackward)},
+		{"train.patience", c.Patience >= 0, fmt.Sprintf("patience %d: want >= 0 (0: never stop for lack of progress)", c.Patience)},
+		{"train.rollouts", c.Rollouts >= 1, fmt.Sprintf("rollouts %d: want >= 1", c.Rollouts)},
+		{"train.beta", c.Beta >= 0 && !math.IsInf(c.Beta, 0), fmt.Sprintf("beta %v: want a finite length penalty >= 0", c.Beta)},
+		{"train.horizon_factor", c.HorizonFactor >= 1 && c.HorizonFactor <= maxHorizonFactor, fmt.Sprintf("horizon_factor %v: want in [1, %g] (the paper's 2): below 1 the horizon is shorter than the hitting time and cuts most rollouts before their target", c.HorizonFactor, float64(maxHorizonFactor))},
+		{"train.epochs", c.Epochs >= 1, fmt.Sprintf("epochs %d: want >= 1", c.Epochs)},
+		{"train.minibatches", c.Minibatches >= 1 && c.Minibatches <= c.Rollouts, fmt.Sprintf("minibatches %d: want >= 1 and <= rollouts (%d)", c.Minibatches, c.Rollouts)},
+		{"train.clip", c.Clip > 0 && c.Clip < 1, fmt.Sprintf("clip %v: want in (0, 1)", c.Clip)},
+		{"train.kl_coef", c.KLCoef >= 0 && !math.IsInf(c.KLCoef, 0), fmt.Sprintf("kl_coef %v: want finite >= 0", c.KLCoef)},
+		{"train.entropy_coef", c.EntropyCoef >= 0 && !math.IsInf(c.EntropyCoef, 0), fmt.Sprintf("entropy_coef %v: want finite >= 0", c.EntropyCoef)},
+		{"train.baseline", !c.Trainer.Grouped() || c.Baseline == "group", fmt.Sprintf("baseline %q: the group-relative trainers' baseline is their group's rewards (group)", c.Baseline)},
+		{"train.baseline", c.Trainer.Grouped() || slices.Contains(ownBaselines, c.Baseline), fmt.Sprintf("baseline %q: %s takes %s (group is the group-relative trainers')", c.Baseline, c.Trainer, strings.Join(ownBaselines, ", "))},
+		{"train.group_size", c.GroupSize >= 2 && c.Rollouts%c.GroupSize == 0, fmt.Sprintf("group_size %d: want >= 2 and dividing rollouts (%d)", c.GroupSize, c.Rollouts)},
+		{"train.loss_agg", slices.Contains(LossAggs, c.LossAgg), fmt.Sprintf("loss_agg %q: want token, sequence or constant", c.LossAgg)},
+		{"train.lambda", c.Lambda >= 0 && c.Lambda <= 1, fmt.Sprintf("lambda %v: want in [0, 1]", c.Lambda)},
+		{"train.critic_rate", c.CriticRate > 0 && c.CriticRate <= 1, fmt.Sprintf("critic_rate %v: want in (0, 1]", c.CriticRate)},
+		{"train.distill_traces", c.DistillTraces >= 0, fmt.Sprintf("distill_traces %d: want >= 0 (0: the teacher's exact distribution)", c.DistillTraces)},
+	} {
+		if !f.ok && Applies(f.key, Choice{Model: m, Trainer: c.Trainer, Optimizer: c.Optim.Name, Baseline: c.Baseline, LRDecay: c.LRDecay}) {
+			return fmt.Errorf("trainers: %s", f.msg)
+		}
 	}
 	return nil
 }
 
-// validateGroups checks the group-relative fields: set, and only, for the
-// group-relative trainers.
-func (c Config) validateGroups() error {
-	if !c.Trainer.Grouped() {
-		switch {
-		case c.Baseline == "group":
-			return fmt.Errorf("trainers: baseline group: only the group-relative trainers (grpo, rloo, dr-grpo) take it; %s takes gae, fork, state-target, state or batch", c.Trainer)
-		case c.GroupSize != 0:
-			return fmt.Errorf("trainers: group_size %d: only the group-relative trainers (grpo, rloo, dr-grpo) have groups", c.GroupSize)
-		case c.LossAgg != "":
-			return fmt.Errorf("trainers: loss_agg %q: only the group-relative trainers (grpo, rloo, dr-grpo) take it", c.LossAgg)
-		}
-		return nil
-	}
-	if c.Baseline != "group" {
-		return fmt.Errorf("trainers: baseline %q: the group-relative trainers' baseline is their group's rewards (group)", c.Baseline)
-	}
-	if c.GroupSize < 2 || c.Rollouts%c.GroupSize != 0 {
-		return fmt.Errorf("trainers: group_size %d: want >= 2 and dividing rollouts (%d)", c.GroupSize, c.Rollouts)
-	}
-	if !slices.Contains(LossAggs, c.LossAgg) {
-		return fmt.Errorf("trainers: loss_agg %q: want token, sequence or constant", c.LossAgg)
-	}
-	if c.EntropyCoef != 0 {
-		return fmt.Errorf("trainers: entropy_coef %v: the group-relative trainers have no entropy bonus (TRL's GRPO has none); want 0", c.EntropyCoef)
-	}
-	return nil
-}
+// maxHorizonFactor bounds HorizonFactor: the horizon, this times the
+// hitting time, must stay an integer.
+const maxHorizonFactor = 1e6

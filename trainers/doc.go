@@ -13,8 +13,8 @@
 // (learner.go) registered from its own files: the bigram (bigram.go,
 // bigram_sampled.go, and the dense bigram of pretraining, dense.go) and
 // the transformer (transformer*.go). The trainer- and model-dependent
-// defaults live in one place (Config.Resolve with each model's registered
-// defaults).
+// defaults live in one place (Defaults, with each model's registered
+// defaults), and which field applies to which run in another (Fields).
 //
 // Every gradient comes from gorgonia's autodiff of a loss built in the
 // model's graph (ppo.go holds the sampled losses); runs stop on a step cap,

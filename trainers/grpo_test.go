@@ -132,8 +132,8 @@ func TestK3PenaltyKnownAnswer(t *testing.T) {
 // groupConfig is a one-epoch, one-minibatch sampled config with plain SGD,
 // whose step is linear in the advantages.
 func groupConfig(k Kind, rollouts int) Config {
-	cfg := DefaultConfig()
-	cfg.Trainer, cfg.Rollouts, cfg.Epochs, cfg.Minibatches, cfg.Steps = k, rollouts, 1, 1, 1
+	cfg := Defaults(k, BigramModel)
+	cfg.Rollouts, cfg.Epochs, cfg.Minibatches, cfg.Steps = rollouts, 1, 1, 1
 	cfg.Optim = nn.OptimConfig{Name: "sgd", LR: 0.5}
 	cfg.NormalizeAdvantages = false
 	return cfg
@@ -230,8 +230,8 @@ func TestGRPOConverges(t *testing.T) {
 		t.Skip("several seconds")
 	}
 	g := graph(t, tasks.Config{W: 5, K: 5, L: 3})
-	cfg := DefaultConfig()
-	cfg.Trainer, cfg.Until, cfg.Steps = GRPO, 0.05, 1500
+	cfg := Defaults(GRPO, BigramModel)
+	cfg.Until, cfg.Steps = 0.05, 1500
 	start := time.Now()
 	tr, last := run(t, cfg, g, nil, nil)
 	if tr.Stop() != StopUntil || math.Abs(last.HittingTime-99) > 0.05*99 {
@@ -247,9 +247,9 @@ func TestGRPOConverges(t *testing.T) {
 func TestGroupTrainersOnTheTransformer(t *testing.T) {
 	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
 	for _, k := range []Kind{GRPO, RLOO, DrGRPO} {
-		cfg := DefaultConfig()
-		cfg.Trainer, cfg.Steps, cfg.Rollouts, cfg.GroupSize, cfg.KLCoef, cfg.LogEvery = k, 3, 8, 4, 0.1, 1
-		s := Setup{Model: TransformerModel, Transformer: DefaultTransformerOptions()}
+		cfg := Defaults(k, TransformerModel)
+		cfg.Steps, cfg.Rollouts, cfg.GroupSize, cfg.KLCoef, cfg.LogEvery = 3, 8, 4, 0.1, 1
+		s := Setup{Model: TransformerModel, Transformer: DefaultTransformerOptions(k)}
 		s.Transformer.EvalRollouts = 50
 		tr, err := New(cfg, g, s)
 		if err != nil {
@@ -266,22 +266,28 @@ func TestGroupTrainersOnTheTransformer(t *testing.T) {
 	}
 }
 
-// TestGroupConfig: the group-relative trainers resolve to the group
-// baseline, groups of 8 and their aggregation, and refuse what does not
-// apply to them (or to the others), naming the field.
+// TestGroupConfig: the group-relative trainers default to the group
+// baseline, groups of 8 and their aggregation, and refuse values they do
+// not take, naming the field; their fields do not apply to the others.
 func TestGroupConfig(t *testing.T) {
 	for _, k := range []Kind{GRPO, RLOO, DrGRPO} {
-		c := DefaultConfig()
-		c.Trainer = k
 		for _, m := range []Model{BigramModel, TransformerModel} {
-			r := c.Resolve(m)
+			r := Defaults(k, m)
 			want := map[Kind]string{GRPO: "token", RLOO: "token", DrGRPO: "constant"}[k]
 			if r.Baseline != "group" || r.GroupSize != 8 || r.LossAgg != want {
 				t.Errorf("%s on %s: baseline %q, group_size %d, loss_agg %q; want group, 8, %s", k, m, r.Baseline, r.GroupSize, r.LossAgg, want)
 			}
-			if err := r.Validate(); err != nil {
+			if err := r.Validate(m); err != nil {
 				t.Errorf("%s on %s: %v", k, m, err)
 			}
+		}
+	}
+	for _, key := range []string{"train.group_size", "train.loss_agg", "train.entropy_coef"} {
+		if Applies(key, Choice{Model: BigramModel, Trainer: GRPO}) == (key == "train.entropy_coef") {
+			t.Errorf("%s applies to grpo: %v", key, key != "train.entropy_coef")
+		}
+		if key != "train.entropy_coef" && Applies(key, Choice{Model: BigramModel, Trainer: PPO}) {
+			t.Errorf("%s applies to ppo", key)
 		}
 	}
 	for _, tc := range []struct {
@@ -293,36 +299,30 @@ func TestGroupConfig(t *testing.T) {
 		{GRPO, func(c *Config) { c.GroupSize = 7 }, "group_size"}, // does not divide 256
 		{RLOO, func(c *Config) { c.LossAgg = "mean" }, "loss_agg"},
 		{DrGRPO, func(c *Config) { c.Baseline = "state" }, "baseline"},
-		{GRPO, func(c *Config) { c.EntropyCoef = 0.01 }, "entropy_coef"},
-		{PPO, func(c *Config) { c.GroupSize = 8 }, "group_size"},
-		{PPO, func(c *Config) { c.LossAgg = "token" }, "loss_agg"},
 		{Reinforce, func(c *Config) { c.Baseline = "group" }, "baseline"},
 	} {
-		c := DefaultConfig()
-		c.Trainer = tc.trainer
-		c = c.Resolve(BigramModel)
+		c := Defaults(tc.trainer, BigramModel)
 		tc.mut(&c)
-		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.field) {
+		if err := c.Validate(BigramModel); err == nil || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%s: got %v, want an error naming %s", tc.trainer, err, tc.field)
 		}
 	}
 }
 
 // TestMaxTokens: a sampled run stops at the first step whose total reaches
-// the token budget, with stop reason tokens; a budget is refused for an
-// exact trainer.
+// the token budget, with stop reason tokens; the budget does not apply to
+// an exact trainer.
 func TestMaxTokens(t *testing.T) {
 	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
-	cfg := DefaultConfig()
-	cfg.Trainer, cfg.Rollouts, cfg.Until, cfg.MaxTokens = RLOO, 16, 0, 5000
+	cfg := Defaults(RLOO, BigramModel)
+	cfg.Rollouts, cfg.Until, cfg.MaxTokens = 16, 0, 5000
 	tr, last := run(t, cfg, g, nil, nil)
 	perStep := float64(last.Tokens) / float64(tr.Steps())
 	if tr.Stop() != StopTokens || last.Tokens < 5000 || float64(last.Tokens) >= 5000+3*perStep {
 		t.Errorf("stopped (%s) after %d steps at %d tokens, want just past 5000", tr.Stop(), tr.Steps(), last.Tokens)
 	}
-	cfg.Trainer = RLVRExact
-	if err := cfg.Resolve(BigramModel).Validate(); err == nil || !strings.Contains(err.Error(), "max_tokens") {
-		t.Errorf("exact trainer with a token budget: got %v", err)
+	if Applies("train.max_tokens", Choice{Model: BigramModel, Trainer: RLVRExact}) {
+		t.Error("max_tokens applies to rlvr-exact")
 	}
 }
 
@@ -391,8 +391,8 @@ func TestStdScalingDropsBeta(t *testing.T) {
 func TestK3KeepsThePolicyNearTheStart(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
 	moved := func(kl float64) float64 {
-		cfg := DefaultConfig()
-		cfg.Trainer, cfg.Steps, cfg.Until, cfg.Rollouts, cfg.KLCoef = GRPO, 20, 0, 64, kl
+		cfg := Defaults(GRPO, BigramModel)
+		cfg.Steps, cfg.Until, cfg.Rollouts, cfg.KLCoef = 20, 0, 64, kl
 		tr, _ := run(t, cfg, g, nil, nil)
 		d := 0.0
 		for _, x := range modelOf(tr).Logits() { // the start's logits are all 0

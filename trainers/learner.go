@@ -57,7 +57,7 @@ type Setup struct {
 type modelSpec struct {
 	kinds    []Kind                                     // the trainers it supports
 	why      string                                     // why it supports no others
-	defaults func(k Kind, d *Defaults)                  // its defaults for trainer k (nil: the package's)
+	defaults func(k Kind, d *Config)                    // its defaults for trainer k over the package's (nil: none)
 	validate func(cfg Config, s Setup) error            // model-specific checks (nil: none)
 	build    func(t *Trainer, s Setup) (learner, error) // builds the learner on t (t.cfg, t.g, t.rng set)
 }

@@ -23,16 +23,18 @@ func TestEntropyOfTheUniformPolicy(t *testing.T) {
 		s    Setup
 	}{
 		{"bigram", Setup{}},
-		{"transformer table", Setup{Model: TransformerModel, Transformer: DefaultTransformerOptions()}},
+		{"transformer table", Setup{Model: TransformerModel, Transformer: DefaultTransformerOptions(PPO)}},
 		{"transformer identity", Setup{Model: TransformerModel, Transformer: func() TransformerOptions {
-			o := DefaultTransformerOptions()
+			o := DefaultTransformerOptions(PPO)
 			o.Init, o.Dim = "identity", 0
 			return o
 		}()}},
 	} {
-		cfg := DefaultConfig()
-		cfg.Trainer = PPO
-		tr, err := New(cfg, g, tc.s)
+		m := tc.s.Model
+		if m == "" {
+			m = BigramModel
+		}
+		tr, err := New(Defaults(PPO, m), g, tc.s)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,16 +52,16 @@ func ppoObjective(logp, oldLogp, advPos, advNeg *G.Node, eps float64) (obj *G.No
 // refLogp (for the group-relative trainers its k3 estimate on the sampled
 // tokens) and EntropyCoef times minus the entropy, both weighted by share.
 func addRegularizers(cost, logp, refLogp, share *G.Node, cfg Config) (*G.Node, error) {
-	kl := klPenalty
+	kl, entropy := klPenalty, cfg.EntropyCoef
 	if cfg.Trainer.Grouped() {
-		kl = k3Penalty
+		kl, entropy = k3Penalty, 0 // TRL's GRPO has no entropy bonus
 	}
 	for _, term := range []struct {
 		coef  float64
 		build func() (*G.Node, error)
 	}{
 		{cfg.KLCoef, func() (*G.Node, error) { return kl(logp, refLogp, share) }},
-		{cfg.EntropyCoef, func() (*G.Node, error) { return negEntropy(logp, share) }},
+		{entropy, func() (*G.Node, error) { return negEntropy(logp, share) }},
 	} {
 		if term.coef == 0 {
 			continue

@@ -153,8 +153,7 @@ func TestSampledRLVRConverges(t *testing.T) {
 		trainer string
 		within  float64
 	}{{"ppo", 0.02}, {"reinforce", 0.05}} {
-		cfg := DefaultConfig()
-		cfg.Trainer = Kind(tc.trainer)
+		cfg := Defaults(Kind(tc.trainer), BigramModel)
 		cfg.Until, cfg.Steps = tc.within, 3000
 		tr, err := New(cfg, g, Setup{})
 		if err != nil {
@@ -178,8 +177,7 @@ func TestSampledRLVRConverges(t *testing.T) {
 // bigram with the defaults (256 rollouts, 2 epochs of 2 minibatches).
 func BenchmarkPPOStep(b *testing.B) {
 	g := graph(b, tasks.Config{W: 5, K: 5, L: 3})
-	cfg := DefaultConfig()
-	cfg.Trainer = PPO
+	cfg := Defaults(PPO, BigramModel)
 	cfg.Optim.LR = 1e-9 // keep the policy (and the batch size) fixed
 	tr, err := New(cfg, g, Setup{})
 	if err != nil {

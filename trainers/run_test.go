@@ -53,8 +53,9 @@ func TestResumeIsBitIdentical(t *testing.T) {
 		{"sft", "adam", ""}, {"ppo", "adam", "state"}, {"ppo", "adam", "gae"}, {"reinforce", "sgd", "state-target"},
 		{"grpo", "adam", ""}, {"dr-grpo", "sgd", ""},
 	} {
-		cfg := DefaultConfig()
-		cfg.Trainer, cfg.Optim.Name, cfg.Steps, cfg.Until, cfg.LogEvery = Kind(tc.trainer), tc.opt, 40, 0, 1
+		cfg := Defaults(Kind(tc.trainer), BigramModel)
+		cfg.Optim = DefaultOptim(cfg.Trainer, BigramModel, tc.opt)
+		cfg.Steps, cfg.Until, cfg.LogEvery = 40, 0, 1
 		if tc.baseline != "" {
 			cfg.Baseline = tc.baseline
 		}
@@ -206,8 +207,8 @@ func TestDeterministic(t *testing.T) {
 	teacher := eval.PolicyRLVRLimit(g)
 	var runs [2][]Row
 	for i := range runs {
-		cfg := DefaultConfig()
-		cfg.Trainer, cfg.DistillTraces, cfg.Seed, cfg.LogEvery = "distill", 300, 7, 1
+		cfg := Defaults(Distill, BigramModel)
+		cfg.DistillTraces, cfg.Seed, cfg.LogEvery = 300, 7, 1
 		tr, err := New(cfg, g, Setup{Teacher: teacher})
 		if err != nil {
 			t.Fatal(err)

@@ -124,7 +124,11 @@ func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, 
 	lens := s.record(&b.Batch, horizon, cfg.Beta)
 	states, last := b.States(t.g)
 	_, m := cfg.Trainer.epochs(cfg)
-	div := lossDivisors(cfg.LossAgg, lens, m, horizon)
+	agg := cfg.LossAgg // the group-relative trainers' choice; the others' is per token
+	if !cfg.Trainer.Grouped() {
+		agg = "token"
+	}
+	div := lossDivisors(agg, lens, m, horizon)
 	var adv []float64
 	switch {
 	case cfg.Trainer.Grouped():

@@ -3,19 +3,22 @@ package trainers
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/checkpoints"
 )
 
 // counters is what a checkpoint holds of a trainer besides its tensors:
-// the sampled trainers' totals and latest batch statistics, and the
-// learner's own state (a transformer's latest Monte Carlo measurement).
+// the sampled trainers' totals and latest batch statistics, the run's
+// progress (its best row, patience and halvings), and the learner's own
+// state (a transformer's latest Monte Carlo measurement).
 // Restore decodes it strictly: an unknown or missing field is refused.
 type counters struct {
 	Tokens   int             `json:"tokens"`
 	Rollouts int             `json:"rollouts"`
 	Trained  int             `json:"trained_tokens"`
 	Batch    BatchStats      `json:"batch"`
+	Progress progress        `json:"progress"`
 	Learner  json.RawMessage `json:"learner"`
 }
 
@@ -28,7 +31,7 @@ func (t *Trainer) Checkpoint(config json.RawMessage) (*checkpoints.Checkpoint, e
 	if err != nil {
 		return nil, fmt.Errorf("trainers: random source: %w", err)
 	}
-	c := counters{Learner: json.RawMessage("null")}
+	c := counters{Progress: t.prog, Learner: json.RawMessage("null")}
 	if t.smp != nil {
 		c.Tokens, c.Rollouts, c.Trained, c.Batch = t.smp.tokens, t.smp.rollouts, t.smp.trained, t.smp.batch
 	}
@@ -42,6 +45,9 @@ func (t *Trainer) Checkpoint(config json.RawMessage) (*checkpoints.Checkpoint, e
 		return nil, fmt.Errorf("trainers: counters: %w", err)
 	}
 	ts := append(t.l.tensors(), checkpoints.Tensor{Name: "optimizer", Data: t.l.solver().State()})
+	for _, b := range t.best {
+		ts = append(ts, checkpoints.Tensor{Name: bestPrefix + b.Name, Shape: b.Shape, Data: b.Data})
+	}
 	if t.smp != nil && t.smp.critic != nil {
 		ts = append(ts, checkpoints.Tensor{Name: "critic", Data: append([]float64(nil), t.smp.critic.v...)})
 	}
@@ -76,6 +82,16 @@ func (t *Trainer) Restore(ck *checkpoints.Checkpoint) error {
 	if err := decodeStrict(ck.State, &c); err != nil {
 		return fmt.Errorf("trainers: restore: counters: %w", err)
 	}
+	t.prog, t.best = c.Progress, t.best[:0]
+	if t.prog.Measured && t.cfg.Patience > 0 {
+		for _, x := range t.l.tensors() {
+			d, err := ck.Tensor(bestPrefix+x.Name, len(x.Data))
+			if err != nil {
+				return fmt.Errorf("trainers: restore: the best parameters: %w", err)
+			}
+			t.best = append(t.best, checkpoints.Tensor{Name: x.Name, Shape: x.Shape, Data: append([]float64(nil), d...)})
+		}
+	}
 	if t.smp != nil {
 		t.smp.tokens, t.smp.rollouts, t.smp.trained, t.smp.batch = c.Tokens, c.Rollouts, c.Trained, c.Batch
 		if cr := t.smp.critic; cr != nil {
@@ -93,4 +109,11 @@ func (t *Trainer) Restore(ck *checkpoints.Checkpoint) error {
 	}
 	t.done = ck.Step
 	return nil
+}
+
+// IsParameter reports whether a checkpoint's tensor of this name is one of
+// the model's parameters, not the trainer's state (the optimiser's
+// moments, the critic, the best row's parameters).
+func IsParameter(name string) bool {
+	return name != "optimizer" && name != "critic" && !strings.HasPrefix(name, bestPrefix)
 }

@@ -2,12 +2,12 @@ package trainers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
 
+	"github.com/rlvr-backtrack/backtrack/checkpoints"
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 	"github.com/rlvr-backtrack/backtrack/tokenizer"
@@ -34,7 +34,14 @@ type Trainer struct {
 	// paper fixes (fork-incoming, leaf-incoming) nor, unless
 	// Config.TrainSource, the source row.
 	trained []bool
-	stop    Stop // why Run returned
+	stop    Stop     // why Run returned
+	prog    progress // the best row so far, patience and halvings
+	// best holds the parameters of the best row (with Config.Patience):
+	// a run that stops for lack of progress ends with them.
+	best []checkpoints.Tensor
+	// endedAt is the step whose parameters the run ended with: the best
+	// row's when it stopped for lack of progress (-1: the last step's).
+	endedAt int
 	// stepSeconds is the wall time of the last step this process took
 	// (NaN before any).
 	stepSeconds float64
@@ -44,14 +51,13 @@ type Trainer struct {
 	Supervised []int
 }
 
-// New builds a trainer of s.Model for cfg on graph g. Fields of cfg left
-// unset are resolved first (Config.Resolve).
+// New builds a trainer of s.Model for cfg on graph g; cfg is used as it is
+// (start from Defaults), its fields checked (Config.Validate).
 func New(cfg Config, g *tasks.Graph, s Setup) (*Trainer, error) {
 	if s.Model == "" {
 		s.Model = BigramModel
 	}
-	cfg = cfg.Resolve(s.Model)
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(s.Model); err != nil {
 		return nil, err
 	}
 	if err := s.Model.Check(cfg, s); err != nil {
@@ -63,8 +69,15 @@ func New(cfg Config, g *tasks.Graph, s Setup) (*Trainer, error) {
 	if s.Init != nil && len(s.Init) != len(g.Next) {
 		return nil, fmt.Errorf("trainers: initial logits: %d values for %d valid transitions", len(s.Init), len(g.Next))
 	}
-	t := &Trainer{cfg: cfg, model: s.Model, g: g, an: eval.NewAnalyzer(g), pred: eval.Predict(g, cfg.TrainSource), stepSeconds: math.NaN()}
-	t.trained = trainedRows(g, cfg.TrainSource)
+	// The source row is trained only where train_source applies (Fields):
+	// sft's golden paths and pretraining's world-model pairs are uniform
+	// over the branch entries there.
+	source := cfg.TrainSource && trainsSource(cfg.Trainer)
+	t := &Trainer{cfg: cfg, model: s.Model, g: g, an: eval.NewAnalyzer(g), pred: eval.Predict(g, source), stepSeconds: math.NaN(), endedAt: -1}
+	t.trained = trainedRows(g, source)
+	if err := t.checkTraces(s.Teacher); err != nil {
+		return nil, err
+	}
 	t.pcg = rand.NewPCG(cfg.Seed, 0x6a09e667f3bcc909)
 	t.rng = rand.New(t.pcg)
 	if cfg.Trainer.Sampled() {
@@ -112,6 +125,31 @@ func (t *Trainer) limitOf(teacher []float64) (float64, error) {
 	return 0, nil
 }
 
+// traceBytes is about the memory a sampled teacher trace takes per
+// transition while the traces are drawn (its entry, log-probability and
+// token, and the learner's copy).
+const traceBytes = 24
+
+// checkTraces refuses, before any is drawn, distill_traces whose traces
+// would not fit the graph's memory budget: about DistillTraces times the
+// teacher's hitting time transitions, drawn before the first step.
+func (t *Trainer) checkTraces(teacher []float64) error {
+	n := t.cfg.DistillTraces
+	if !t.cfg.Trainer.UsesTeacher() || n == 0 || teacher == nil {
+		return nil
+	}
+	r, err := t.an.Analyze(teacher)
+	if err != nil {
+		return fmt.Errorf("trainers: teacher: %w", err)
+	}
+	budget := float64(t.g.Config.Budget())
+	if need := float64(n) * r.HittingTime * traceBytes; need > budget {
+		return fmt.Errorf("trainers: distill_traces %d: about %.3g teacher transitions (%d traces of %.4g on average) need about %.3g GiB, over the budget of %.3g GiB (max_bytes): lower -distill-traces (0: the teacher's exact distribution)",
+			n, float64(n)*r.HittingTime, n, r.HittingTime, need/(1<<30), budget/(1<<30))
+	}
+	return nil
+}
+
 // trainedRows marks the rows a run trains: not the rows the paper fixes
 // (fork-incoming, leaf-incoming) nor, unless source, the source row.
 func trainedRows(g *tasks.Graph, source bool) []bool {
@@ -131,24 +169,6 @@ func (t *Trainer) Predictions() eval.Predictions { return t.pred }
 
 // Trained reports whether state s's row is trained in this run.
 func (t *Trainer) Trained(s int) bool { return t.trained[s] }
-
-// Stop says why a run ended.
-type Stop string
-
-// The reasons Run returns for.
-const (
-	StopSteps       Stop = "steps"       // the step cap
-	StopTokens      Stop = "tokens"      // the sampled-token cap (Config.MaxTokens)
-	StopUntil       Stop = "until"       // within Config.Until of the limit
-	StopOptimum     Stop = "optimum"     // no progress, at the exact optimum (within optimumTol)
-	StopStationary  Stop = "stationary"  // no progress, at a stationary point above the optimum
-	StopStall       Stop = "stall"       // no progress elsewhere: ErrStalled
-	StopInterrupted Stop = "interrupted" // the context was canceled
-	// StopMemory: the next batch of rollouts would not fit the memory
-	// budget (the graph's max_bytes; Trainer.batchBytes): the policy's
-	// hitting time, the horizon's unit, has grown that far.
-	StopMemory Stop = "memory"
-)
 
 // Stop is why the last Run returned ("" before any).
 func (t *Trainer) Stop() Stop { return t.stop }
@@ -181,41 +201,32 @@ type Hooks struct {
 	Step func(steps int) error
 }
 
-// ErrStalled reports a run stopped because its loss stopped improving (see
-// Config.Patience) away from the optimum of its setting.
-var ErrStalled = errors.New("no progress")
-
-// optimumTol is how close (relative) to the exact optimum a run that stops
-// improving counts as having reached it: sign descent at a fixed step
-// oscillates around an interior optimum (a branch entry's c_{i,1} < 1)
-// within about this of its value.
-const optimumTol = 1e-6
-
-// Run trains until the cap, convergence (Config.Until), a stall
-// (Config.Patience) or cancellation of ctx. A canceled run returns ctx.Err()
-// after its last complete step; the trainer stays consistent and can be
-// checkpointed and resumed. A stalled run returns its last row and an error
+// Run trains until the step cap, the token budget, the stop rule
+// (Config.Until), the end of its patience (Config.Patience) or the
+// cancellation of ctx. A canceled run returns ctx.Err() after its last
+// complete step; the trainer stays consistent and can be checkpointed and
+// resumed. An exact RLVR run that stalls returns its last row and an error
 // wrapping ErrStalled.
 func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
-	best, bestStep := math.Inf(1), t.done
 	for {
 		row, err := t.measure(ctx)
+		if err == nil && row.Estimated && t.converged(row) {
+			row, err = t.confirm(ctx)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				t.stop = StopInterrupted
 			}
 			return row, err
 		}
-		if l := row.HittingTime; math.IsInf(best, 1) || l < best-1e-9*math.Abs(best) {
-			best, bestStep = l, t.done
-		}
-		stalled := t.cfg.Trainer.Stalls() && t.cfg.Patience > 0 && t.done-bestStep >= t.cfg.Patience
+		exhausted := t.track(row)
+		row.LR = t.lr() // after a halving
 		need, err := t.batchBytes(ctx)
 		if err != nil {
 			return row, err
 		}
 		overBudget := need > float64(t.g.Config.Budget())
-		last := t.done >= t.cfg.Steps || t.converged(row) || stalled || t.spent() || overBudget
+		last := t.done >= t.cfg.Steps || t.converged(row) || exhausted || t.spent() || overBudget
 		logged := t.done%t.cfg.LogEvery == 0 || last
 		if logged {
 			t.l.abcd(&row)
@@ -225,25 +236,27 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 				return row, err
 			}
 		}
-		if stalled {
-			switch t.stop = t.stallReason(best); t.stop {
-			case StopOptimum, StopStationary:
-				return row, nil
-			}
-			return row, fmt.Errorf("trainers: %w: the hitting time has not improved for %d steps (best %.10g at step %d, now %.10g); "+
-				"with %s at lr %g this is usually a cycle of the discrete updates: try a smaller -lr or another -optimizer",
-				ErrStalled, t.cfg.Patience, best, bestStep, row.HittingTime, t.cfg.Optim.Name, t.cfg.Optim.LR)
-		}
 		if last {
 			switch {
 			case t.converged(row):
 				t.stop = StopUntil
+			case exhausted:
+				t.stop = t.noProgress()
+				if row, err = t.endAtBest(ctx, row); err != nil {
+					return row, err
+				}
 			case t.spent() && t.done < t.cfg.Steps:
 				t.stop = StopTokens
 			case overBudget && t.done < t.cfg.Steps:
 				t.stop = StopMemory
 			default:
 				t.stop = StopSteps
+			}
+			if t.stop == StopStall {
+				step, best, _ := t.Best()
+				return row, fmt.Errorf("trainers: %w: the hitting time has not improved for %d steps (best %.10g at step %d, now %.10g); "+
+					"with %s at lr %g this is usually a cycle of the discrete updates: try a smaller -lr, -lr-decay plateau or another -optimizer",
+					ErrStalled, t.cfg.Patience, best, step, row.HittingTime, t.cfg.Optim.Name, t.lr())
 			}
 			return row, nil
 		}
@@ -285,85 +298,13 @@ func (t *Trainer) batchBytes(ctx context.Context) (float64, error) {
 	return float64(t.cfg.Rollouts) * math.Min(horizon, 2*est) * t.l.transitionBytes(), nil
 }
 
-// stallReason classifies a run that stopped improving: at the exact
-// optimum of its setting (its best hitting time within optimumTol of it),
-// at a stationary point above it (the exact gradient over every trained
-// logit below stationaryTol relative to H_f: the symmetric point that
-// exact RLVR keeps when the source row is trained is one), or a stall.
-func (t *Trainer) stallReason(best float64) Stop {
-	if t.limit > 0 && best <= t.limit*(1+optimumTol) {
-		return StopOptimum
-	}
-	if c, ok := t.l.(certifier); ok {
-		if cert, err := c.certify(); err == nil && cert.Gradient <= stationaryTol {
-			return StopStationary
-		}
-	}
-	return StopStall
-}
-
-// stationaryTol bounds the relative gradient of a stationary point.
-const stationaryTol = 1e-6
-
-// certifier is a learner with an exact first-order certificate of its
-// current policy (a Markov policy).
-type certifier interface {
-	certify() (*eval.Certificate, error)
-}
-
-// Done reports whether the run has nothing left to do: the step cap is
-// reached or the current policy meets the stop rule.
-func (t *Trainer) Done(ctx context.Context) (bool, error) {
-	if t.done >= t.cfg.Steps || t.spent() {
-		return true, nil
-	}
-	row, err := t.measure(ctx)
-	if err != nil {
-		return false, err
-	}
-	return t.converged(row), nil
-}
-
-// spent reports whether a sampled trainer has used its token budget
-// (Config.MaxTokens).
-func (t *Trainer) spent() bool {
-	return t.smp != nil && t.cfg.MaxTokens > 0 && t.smp.tokens >= t.cfg.MaxTokens
-}
-
-// Converged reports whether a row meets the run's stop rule (Config.Until).
-func (t *Trainer) Converged(r Row) bool { return t.converged(r) }
-
-// converged is the stop rule of Config.Until: within Until of the limit,
-// or for pretraining a mass on invalid transitions below Until. A Monte
-// Carlo estimate (a transformer) counts once every evaluation rollout hits
-// and its whole 95% interval lies at most Until above the limit, so a
-// lucky estimate does not stop the run; there is no lower bound: a policy
-// that remembers its rollout can beat the bigram's optimum (it turns back
-// on re-entering a branch it has searched).
-func (t *Trainer) converged(r Row) bool {
-	until := t.cfg.Until
-	switch {
-	case t.stop == StopOptimum:
-		return true
-	case until == 0:
-		return false
-	case t.cfg.Trainer.Dense():
-		return r.InvalidMass <= until
-	case t.limit <= 0:
-		return false
-	case r.Estimated:
-		return r.MCSuccessRate == 1 && r.HittingTime+r.HittingTimeCI95 <= (1+until)*t.limit
-	}
-	return math.Abs(r.HittingTime-t.limit) <= until*t.limit
-}
-
 // Step takes one optimiser step (for reinforce and ppo: one iteration of
 // sampling and updates). A canceled ctx stops the sampling and the
 // measurements it needs, before any update, and changes nothing; the
 // updates themselves always complete, so the trainer stays consistent.
 func (t *Trainer) Step(ctx context.Context) error {
 	start := time.Now()
-	if t.cfg.LRDecay == "linear" {
+	if t.cfg.LRDecay != "" {
 		t.l.solver().SetLR(t.lr())
 	}
 	var err error
@@ -383,11 +324,15 @@ func (t *Trainer) Step(ctx context.Context) error {
 	return nil
 }
 
-// lr is the learning rate of the next step: the optimiser's, or under
-// "linear" decay a function of the step alone (so a run resumes exactly).
+// lr is the learning rate of the next step: the optimiser's; under
+// "linear" decay a function of the step alone, under "plateau" of the
+// halvings so far (checkpointed), so a run resumes exactly.
 func (t *Trainer) lr() float64 {
-	if t.cfg.LRDecay == "linear" {
+	switch t.cfg.LRDecay {
+	case "linear":
 		return t.cfg.Optim.LR * (1 - float64(t.done)/float64(t.cfg.Steps))
+	case "plateau":
+		return math.Ldexp(t.cfg.Optim.LR, -t.prog.Halvings)
 	}
 	return t.cfg.Optim.LR
 }

@@ -242,8 +242,8 @@ func TestNoTrainerBeatsTheOptimum(t *testing.T) {
 		{tasks.Config{Branches: [][]int{{2, 3, 1, 2}, {4, 1}, {1, 1, 3, 2, 5, 2}}}, RLVRExact, true, 3000},
 	} {
 		g := graph(t, tc.c)
-		cfg := DefaultConfig()
-		cfg.Trainer, cfg.TrainSource, cfg.Steps, cfg.Until, cfg.LogEvery = tc.trainer, tc.source, tc.steps, 0, 1
+		cfg := Defaults(tc.trainer, BigramModel)
+		cfg.TrainSource, cfg.Steps, cfg.Until, cfg.LogEvery = tc.source, tc.steps, 0, 1
 		opt := eval.Predict(g, tc.source).RLVROptimum
 		tr, err := New(cfg, g, Setup{})
 		if err != nil {
@@ -266,8 +266,8 @@ func TestNoTrainerBeatsTheOptimum(t *testing.T) {
 // (Theorem 2), and the hitting time approaches the SFT limit.
 func TestSFT(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
-	cfg := DefaultConfig()
-	cfg.Trainer, cfg.Steps, cfg.Until = "sft", 3000, 1e-3
+	cfg := Defaults(SFT, BigramModel)
+	cfg.Steps, cfg.Until = 3000, 1e-3
 	tr, last := run(t, cfg, g, nil, nil)
 	after := modelOf(tr).Logits() // started at zero: the pretrained world model
 	for s, st := range g.States {
@@ -295,8 +295,8 @@ func TestSFT(t *testing.T) {
 // teaches backtracking too (Appendix F), so SFT reaches the RLVR limit.
 func TestSFTSupervisedBackward(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
-	cfg := DefaultConfig()
-	cfg.Trainer, cfg.SupervisedBackward, cfg.Steps, cfg.Until = "sft", 1, 3000, 0
+	cfg := Defaults(SFT, BigramModel)
+	cfg.SupervisedBackward, cfg.Steps, cfg.Until = 1, 3000, 0
 	tr, last := run(t, cfg, g, nil, nil)
 	if limit := eval.Predict(g, false).RLVRLimit; math.Abs(last.HittingTime-limit) > 1e-2*limit {
 		t.Errorf("final hitting time %v, want the RLVR limit %v", last.HittingTime, limit)
@@ -315,8 +315,8 @@ func TestDistill(t *testing.T) {
 	probs := modelOf(teacher).Probs()
 	limit := eval.Predict(g, false).RLVRLimit
 	for _, traces := range []int{0, 2000} {
-		cfg := DefaultConfig()
-		cfg.Trainer, cfg.DistillTraces, cfg.Until = "distill", traces, 0.005
+		cfg := Defaults(Distill, BigramModel)
+		cfg.DistillTraces, cfg.Until = traces, 0.005
 		_, last := run(t, cfg, g, nil, probs)
 		if math.Abs(last.HittingTime-limit) > 0.01*limit {
 			t.Errorf("traces=%d: final hitting time %v, limit %v", traces, last.HittingTime, limit)
@@ -328,8 +328,8 @@ func TestDistill(t *testing.T) {
 // within Theorem 1's bound 1 - p_s(t) <= n_s/(m_s + t) at every step.
 func TestPretrainBound(t *testing.T) {
 	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
-	cfg := DefaultConfig()
-	cfg.Trainer, cfg.Optim = "pretrain", nn.OptimConfig{Name: "sgd", LR: 50}
+	cfg := Defaults(Pretrain, BigramModel)
+	cfg.Optim = nn.OptimConfig{Name: "sgd", LR: 50}
 	cfg.Steps, cfg.LogEvery, cfg.Until = 400, 1, 0
 	tr, err := New(cfg, g, Setup{})
 	if err != nil {
@@ -369,23 +369,33 @@ func TestPretrainBound(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	if err := DefaultConfig().Resolve(BigramModel).Validate(); err != nil {
-		t.Fatalf("the resolved default: %v", err)
+	if err := DefaultConfig().Validate(BigramModel); err != nil {
+		t.Fatalf("the default: %v", err)
 	}
-	for _, mut := range []func(*Config){
-		func(c *Config) { c.Trainer = "ppo2" },
-		func(c *Config) { c.Steps = 0 },
-		func(c *Config) { c.Until = -1 },
-		func(c *Config) { c.LogEvery = 0 },
-		func(c *Config) { c.SupervisedBackward = 1.5 },
-		func(c *Config) { c.Optim.Name = "rmsprop" },
-		func(c *Config) { c.DistillTraces = -1 },
+	for _, tc := range []struct {
+		k   Kind
+		mut func(*Config)
+	}{
+		{RLVRExact, func(c *Config) { c.Trainer = "ppo2" }},
+		{RLVRExact, func(c *Config) { c.Steps = 0 }},
+		{RLVRExact, func(c *Config) { c.Until = -1 }},
+		{RLVRExact, func(c *Config) { c.LogEvery = 0 }},
+		{SFT, func(c *Config) { c.SupervisedBackward = 1.5 }},
+		{RLVRExact, func(c *Config) { c.Optim.Name = "rmsprop" }},
+		{Distill, func(c *Config) { c.DistillTraces = -1 }},
+		{PPO, func(c *Config) { c.HorizonFactor = 2e6 }},
 	} {
-		c := DefaultConfig().Resolve(BigramModel)
-		mut(&c)
-		if err := c.Validate(); err == nil {
+		c := Defaults(tc.k, BigramModel)
+		tc.mut(&c)
+		if err := c.Validate(BigramModel); err == nil {
 			t.Errorf("%+v: got no error", c)
 		}
+	}
+	// A field that does not apply is not read, nor checked.
+	c := DefaultConfig()
+	c.SupervisedBackward, c.DistillTraces, c.Epochs = 1.5, -1, -3
+	if err := c.Validate(BigramModel); err != nil {
+		t.Errorf("rlvr-exact with fields of other trainers: %v", err)
 	}
 }
 
@@ -404,8 +414,8 @@ func TestStopMemory(t *testing.T) {
 		steps  int
 	}{{72001, 2, StopSteps, 3}, {71999, 2, StopMemory, 0}, {72001, 20, StopSteps, 3}, {71999, 20, StopMemory, 0}} {
 		g := graph(t, tasks.Config{W: 2, K: 2, L: 1, MaxBytes: tc.budget})
-		cfg := DefaultConfig()
-		cfg.Trainer, cfg.Rollouts, cfg.Steps, cfg.Until, cfg.HorizonFactor = Reinforce, 8, 3, 0, tc.factor
+		cfg := Defaults(Reinforce, BigramModel)
+		cfg.Rollouts, cfg.Steps, cfg.Until, cfg.HorizonFactor = 8, 3, 0, tc.factor
 		cfg.Optim.LR = 1e-9 // the hitting time stays at 75 to about 1e-9
 		tr, err := New(cfg, g, Setup{})
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 // no positions.
 func TestAttentionByDistance(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
-	opts := DefaultTransformerOptions()
+	opts := DefaultTransformerOptions(PPO)
 	opts.Prompt, opts.Context = true, 4
 	tr := newTrainer(t, ppoConfig(), opts, g, nil)
 	l := tr.l.(*transformer)

@@ -102,7 +102,7 @@ func BenchmarkTransformerUpdate(b *testing.B) {
 // W=K=3, L=2 (KV-cache sampler, no graph per token) on all cores.
 func BenchmarkTransformerRollouts(b *testing.B) {
 	g := graph(b, tasks.Config{W: 3, K: 3, L: 2})
-	tr := newTrainer(b, ppoConfig(), DefaultTransformerOptions(), g, nil)
+	tr := newTrainer(b, ppoConfig(), DefaultTransformerOptions(PPO), g, nil)
 	tokens := 0
 	for i := 0; b.Loop(); i++ {
 		ab, err := eval.AgentRollouts(context.Background(), g, tr.l.newAgent(), 256, 1<<20, uint64(i))
@@ -125,9 +125,9 @@ var benchSizes = []struct {
 // with learning rates of 1e-12, so that its policy and batch size stay
 // fixed from step to step.
 func benchTrainer(b *testing.B, c tasks.Config) (*Trainer, Config) {
-	cfg := ppoConfig().Resolve(TransformerModel)
+	cfg := ppoConfig()
 	cfg.Optim.LR = 1e-12
-	opts := DefaultTransformerOptions()
+	opts := DefaultTransformerOptions(PPO)
 	opts.TableLR = 1e-12
 	return newTrainer(b, cfg, opts, graph(b, c), nil), cfg
 }

@@ -19,8 +19,8 @@ import (
 // prompt and layer norm.
 func TestTransformerInitExact(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
-	sft := DefaultConfig()
-	sft.Trainer, sft.Steps, sft.Until = SFT, 30, 0
+	sft := Defaults(SFT, BigramModel)
+	sft.Steps, sft.Until = 30, 0
 	tr, _ := run(t, sft, g, nil, nil)
 	trained := modelOf(tr).Logits()
 	moved := 0.0
@@ -47,11 +47,9 @@ func TestTransformerInitExact(t *testing.T) {
 				for _, ln := range []bool{false, true} {
 					name := fmt.Sprintf("%s/%s-%d/prompt=%v/ln=%v", start.name, width.init, width.dim, prompt, ln)
 					t.Run(name, func(t *testing.T) {
-						opts := DefaultTransformerOptions()
+						opts := DefaultTransformerOptions(PPO)
 						opts.Init, opts.Dim, opts.Prompt, opts.LayerNorm = width.init, width.dim, prompt, ln
-						cfg := DefaultConfig()
-						cfg.Trainer = PPO
-						l := newTrainer(t, cfg, opts, g, start.logits).l.(*transformer)
+						l := newTrainer(t, ppoConfig(), opts, g, start.logits).l.(*transformer)
 						smp := l.tr.Snapshot().Sampler()
 						rng := rand.New(rand.NewPCG(5, 6))
 						checked := 0

@@ -2,6 +2,7 @@ package trainers
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/nn"
@@ -23,7 +24,7 @@ type TransformerOptions struct {
 	// TableLR is the learning rate of the logit table B (Init "table"):
 	// B is the bigram inside the transformer, and learns at the bigram's
 	// rate while the attention and embeddings learn at the optimiser's
-	// (smaller) one. 0: the default (Resolve).
+	// (smaller) one (default: DefaultTableLR).
 	TableLR float64 `json:"table_lr"`
 	// Stride is the number of trained positions per training window and
 	// Windows the number of windows per fill of the graph; see cutWindows.
@@ -39,6 +40,12 @@ type TransformerOptions struct {
 	// policy far from converged is measured with fewer rollouts and a wider
 	// interval (0: always EvalRollouts).
 	EvalTokens int `json:"eval_tokens"`
+	// FinalRollouts is the number of Monte Carlo rollouts of a measurement
+	// that decides the stop rule (when a periodic estimate passes it) and
+	// of the final value (Trainer.Final), each on rollouts of its own;
+	// FinalTokens bounds them as EvalTokens bounds the periodic ones.
+	FinalRollouts int `json:"final_rollouts"`
+	FinalTokens   int `json:"final_tokens"`
 	// TrainTokens bounds the trained positions of an update: when an
 	// epoch's windows hold more, each minibatch trains on a uniform random
 	// subset of its windows weighted by the inverse sampling rate, an
@@ -54,34 +61,34 @@ type TransformerOptions struct {
 	TableTokens int `json:"table_tokens"`
 }
 
-// DefaultTransformerOptions returns the table initialisation at width 64,
-// one head, a window of 8 tokens with learned positions, no prompt, windows
-// of 56 trained positions filled 256 at a time (the graph's speed needs
-// rows by the hundred: nn's BenchmarkTransformerTrain), 2000 evaluation
-// rollouts within 20M sampled tokens, and a budget of 65,536 trained
-// tokens per update.
-func DefaultTransformerOptions() TransformerOptions {
+// DefaultTransformerOptions returns the transformer's options under
+// trainer k: the table initialisation at width 64, one head, a window of
+// 8 tokens with learned positions, no prompt, windows of 56 trained
+// positions filled 256 at a time (the graph's speed needs rows by the
+// hundred: nn's BenchmarkTransformerTrain), 2000 evaluation rollouts
+// within 20M sampled tokens a row, 10,000 within 200M for a stop decision
+// and the final value, a budget of 65,536 trained tokens per update, and
+// the table's rate for k's default optimiser (DefaultTableLR).
+func DefaultTransformerOptions(k Kind) TransformerOptions {
 	return TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 64, Heads: 1, Context: 8, Positional: "learned"}, Stride: 56, Windows: 256,
-		EvalRollouts: 2000, EvalTokens: 20_000_000, TrainTokens: 1 << 16}
+		EvalRollouts: 2000, EvalTokens: 20_000_000, FinalRollouts: 10000, FinalTokens: 200_000_000, TrainTokens: 1 << 16,
+		TableLR: DefaultTableLR(Defaults(k, TransformerModel))}
 }
 
-// Resolve fills TableLR when unset: for PPO 0.025 (the rate at which the
-// bigram's PPO with 128 rollouts reaches the paper-size limit, measured
-// there; the bigram's own default 0.05 was tuned at W=K=5, L=3), for
-// REINFORCE the bigram model's own rate, for
-// the other trainers the optimiser's rate.
-func (o TransformerOptions) Resolve(cfg Config) TransformerOptions {
-	if o.TableLR == 0 {
-		switch d := defaultsFor(cfg.Trainer, BigramModel); {
-		case cfg.Trainer == PPO:
-			o.TableLR = 0.025
-		case cfg.Trainer.Sampled() && d.Optim.Name == cfg.Optim.Name:
-			o.TableLR = d.Optim.LR
-		default:
-			o.TableLR = cfg.Optim.LR
-		}
+// DefaultTableLR is the logit table's default rate (TableLR) under cfg:
+// for PPO 0.025 (the rate at which the bigram's PPO with 128 rollouts
+// reaches the paper-size limit, measured there; the bigram's own default
+// 0.05 was tuned at W=K=5, L=3), for the other sampled trainers the
+// bigram's own default rate when the optimiser is the bigram's default
+// one, and otherwise the optimiser's rate.
+func DefaultTableLR(cfg Config) float64 {
+	switch d := Defaults(cfg.Trainer, BigramModel).Optim; {
+	case cfg.Trainer == PPO:
+		return 0.025
+	case cfg.Trainer.Sampled() && d.Name == cfg.Optim.Name:
+		return d.LR
 	}
-	return o
+	return cfg.Optim.LR
 }
 
 // Validate checks each field; the transformer's own checks come from nn.
@@ -107,8 +114,8 @@ func (o TransformerOptions) Validate() error {
 	if o.Positional != "learned" && o.Positional != "none" {
 		return fmt.Errorf("trainers: transformer positional %q: want learned or none", o.Positional)
 	}
-	if !(o.TableLR >= 0) {
-		return fmt.Errorf("trainers: transformer table_lr %v: want > 0 (0: the default)", o.TableLR)
+	if o.Init == "table" && (!(o.TableLR > 0) || math.IsInf(o.TableLR, 0)) {
+		return fmt.Errorf("trainers: transformer table_lr %v: want finite > 0", o.TableLR)
 	}
 	if o.Stride < 1 || o.Windows < 1 {
 		return fmt.Errorf("trainers: transformer stride %d, windows %d: want >= 1 each", o.Stride, o.Windows)
@@ -119,6 +126,12 @@ func (o TransformerOptions) Validate() error {
 	if o.EvalTokens < 0 {
 		return fmt.Errorf("trainers: transformer eval_tokens %d: want >= 0 (0: no bound)", o.EvalTokens)
 	}
+	if o.FinalRollouts < 2 {
+		return fmt.Errorf("trainers: transformer final_rollouts %d: want >= 2", o.FinalRollouts)
+	}
+	if o.FinalTokens < 0 {
+		return fmt.Errorf("trainers: transformer final_tokens %d: want >= 0 (0: no bound)", o.FinalTokens)
+	}
 	if o.TrainTokens < 0 {
 		return fmt.Errorf("trainers: transformer train_tokens %d: want >= 0 (0: train every sampled token)", o.TrainTokens)
 	}
@@ -128,10 +141,11 @@ func (o TransformerOptions) Validate() error {
 	return nil
 }
 
-// divisors lists the divisors of n, for messages (at most a dozen).
+// divisors lists the smallest divisors of n, for messages (at most a
+// dozen, searched up to a million: a huge prime width took minutes).
 func divisors(n int) string {
 	var ds []string
-	for d := 1; d <= n && len(ds) < 12; d++ {
+	for d := 1; d <= min(n, 1<<20) && len(ds) < 12; d++ {
 		if n%d == 0 {
 			ds = append(ds, fmt.Sprint(d))
 		}
@@ -172,20 +186,21 @@ func checkMemory(g *tasks.Graph, cfg Config, opts TransformerOptions, tc nn.Tran
 	v, d, c, h := float64(tc.Vocab), float64(tc.Dim), float64(opts.Context), float64(opts.Heads)
 	nnz := float64(tc.Support.NNZ())
 	r := float64(maxRow(tc.Support))
-	params := v*d*2 + c*d + 4*d*d + nnz             // E, U, P, the four (D, D), B
-	solver := 3 * params                            // gradients and Adam's moments
-	rowT := float64(opts.Context + opts.Stride + 1) // tokens per window
-	n := float64(opts.Windows) * (rowT + 1)         // positions of one fill (and the prompt)
-	graph := n * ((6+h)*d + (c+2)*h + 6*r)          // records, attention weights, logits, per slot
-	tables := (v + c) * (3 + h) * d * 2             // the samplers' snapshot, twice
-	words := params + solver + 4*graph + tables     // the graph's buffers kept forward and backward
+	params := v*d*2 + c*d + 4*d*d + nnz              // E, U, P, the four (D, D), B
+	solver := 3 * params                             // gradients and Adam's moments
+	rowT := c + float64(opts.Stride) + 1             // tokens per window (in floats: no overflow)
+	n := float64(opts.Windows) * (rowT + 1)          // positions of one fill (and the prompt)
+	graph := n * ((6+h)*d + (c+2)*h + 6*r)           // records, attention weights, logits, per slot
+	tables := (v + c) * (3 + h) * d * 2              // the samplers' snapshot, twice
+	mc := 2 * float64(opts.EvalRollouts)             // a measurement's lengths and hits
+	words := params + solver + 4*graph + tables + mc // the graph's buffers kept forward and backward
 	batch := 0.0
 	if cfg.Trainer.Sampled() {
 		batch = 2 * float64(cfg.Rollouts) * h0 * transitionWords(g, tc)
 	}
 	if need := 8 * (words + batch); need > float64(budget) {
-		return fmt.Errorf("trainers: transformer: width %d, context %d, %d windows of %d tokens and %d rollouts of about %.0f tokens need about %.3g GiB, over the budget of %.3g GiB (max_bytes): lower -rollouts, -context, -stride, -windows or -dim",
-			tc.Dim, opts.Context, opts.Windows, int(rowT), cfg.Rollouts, h0, need/(1<<30), float64(budget)/(1<<30))
+		return fmt.Errorf("trainers: transformer: width %d, context %d, %d windows of %.0f tokens and %d rollouts of about %.0f tokens need about %.3g GiB, over the budget of %.3g GiB (max_bytes): lower -rollouts, -context, -stride, -windows, -dim or -eval-rollouts",
+			tc.Dim, opts.Context, opts.Windows, rowT, cfg.Rollouts, h0, need/(1<<30), float64(budget)/(1<<30))
 	}
 	return nil
 }

@@ -26,10 +26,10 @@ type tableFixture struct {
 func newTableFixture(t *testing.T, tableTokens int) *tableFixture {
 	t.Helper()
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
-	cfg := DefaultConfig()
-	cfg.Trainer, cfg.Optim = Reinforce, nn.OptimConfig{Name: "sgd", LR: 1}
+	cfg := Defaults(Reinforce, TransformerModel)
+	cfg.Optim = nn.OptimConfig{Name: "sgd", LR: 1}
 	opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 8, Heads: 1, Context: 3, Positional: "learned"},
-		TableLR: 1, Stride: 4, Windows: 8, EvalRollouts: 2, TableTokens: tableTokens}
+		TableLR: 1, Stride: 4, Windows: 8, EvalRollouts: 2, FinalRollouts: 2, TableTokens: tableTokens}
 	tr := newTrainer(t, cfg, opts, g, nil)
 	tf := tr.l.(*transformer)
 	rng := rand.New(rand.NewPCG(5, 6))

@@ -49,10 +49,9 @@ func TestTransformerStartsAtBigram(t *testing.T) {
 		}
 		for _, variant := range []struct{ prompt, layerNorm bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
 			prompt := variant.prompt
-			opts := DefaultTransformerOptions()
+			opts := DefaultTransformerOptions(PPO)
 			opts.Prompt, opts.LayerNorm, opts.EvalRollouts = prompt, variant.layerNorm, 5000
-			cfg := DefaultConfig()
-			cfg.Trainer = PPO
+			cfg := ppoConfig()
 			row, err := newTrainer(t, cfg, opts, g, init).measure(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -79,11 +78,11 @@ func TestTransformerWindowsGradient(t *testing.T) {
 		prompt bool
 	}{{"identity", false}, {"identity", true}, {"table", false}, {"table", true}} {
 		prompt := tc.prompt
-		cfg := DefaultConfig()
-		cfg.Trainer, cfg.Optim = "sft", nn.OptimConfig{Name: "sgd", LR: 0.5}
-		opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: tc.init, Heads: 1, Context: 3, Positional: "learned", Prompt: prompt}, Stride: 5, Windows: 4, EvalRollouts: 2}
+		cfg := Defaults(SFT, TransformerModel)
+		cfg.Optim = nn.OptimConfig{Name: "sgd", LR: 0.5}
+		opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: tc.init, Heads: 1, Context: 3, Positional: "learned", Prompt: prompt}, Stride: 5, Windows: 4, EvalRollouts: 2, FinalRollouts: 2}
 		if tc.init == "table" {
-			opts.Dim = 8
+			opts.Dim, opts.TableLR = 8, cfg.Optim.LR
 		}
 		tr := newTrainer(t, cfg, opts, g, nil)
 		tf := tr.l.(*transformer)
@@ -162,8 +161,7 @@ func TestTransformerResume(t *testing.T) {
 	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
 	teacher := eval.PolicyRLVRLimit(g)
 	for _, name := range []string{"ppo", "reinforce", "sft", "distill"} {
-		cfg := DefaultConfig()
-		cfg.Trainer = Kind(name)
+		cfg := Defaults(Kind(name), TransformerModel)
 		cfg.Rollouts, cfg.Steps, cfg.Until, cfg.LogEvery = 8, 6, 0, 2
 		if name == "ppo" {
 			cfg.KLCoef, cfg.EntropyCoef = 0.1, 0.01
@@ -174,7 +172,7 @@ func TestTransformerResume(t *testing.T) {
 		if name == "distill" {
 			cfg.DistillTraces = 20
 		}
-		opts := DefaultTransformerOptions()
+		opts := DefaultTransformerOptions(Kind(name))
 		opts.EvalRollouts, opts.Prompt = 50, name == "ppo"
 		build := func() *Trainer {
 			tr, err := New(cfg, g, Setup{Model: TransformerModel, Transformer: opts, Teacher: teacher})
@@ -241,7 +239,7 @@ func TestTransformerRLVR(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
 	cfg := ppoConfig()
 	cfg.Steps, cfg.Until = 400, 0.02
-	tr := newTrainer(t, cfg, DefaultTransformerOptions(), g, nil)
+	tr := newTrainer(t, cfg, DefaultTransformerOptions(PPO), g, nil)
 	start := time.Now()
 	last, err := tr.Run(context.Background(), Hooks{})
 	if err != nil {
@@ -255,11 +253,7 @@ func TestTransformerRLVR(t *testing.T) {
 }
 
 // ppoConfig is PPO with the transformer's defaults.
-func ppoConfig() Config {
-	cfg := DefaultConfig()
-	cfg.Trainer = PPO
-	return cfg
-}
+func ppoConfig() Config { return Defaults(PPO, TransformerModel) }
 
 // TestSubsampledGradientIsUnbiased: training on a random subset of a
 // batch's windows, weighted by the inverse sampling rate (subsample, the
@@ -268,9 +262,9 @@ func ppoConfig() Config {
 // full step.
 func TestSubsampledGradientIsUnbiased(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
-	cfg := DefaultConfig()
-	cfg.Trainer, cfg.Optim = SFT, nn.OptimConfig{Name: "sgd", LR: 1}
-	opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 8, Heads: 1, Context: 3, Positional: "learned"}, Stride: 4, Windows: 8, EvalRollouts: 2}
+	cfg := Defaults(SFT, TransformerModel)
+	cfg.Optim = nn.OptimConfig{Name: "sgd", LR: 1}
+	opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 8, Heads: 1, Context: 3, Positional: "learned"}, Stride: 4, Windows: 8, EvalRollouts: 2, FinalRollouts: 2, TableLR: 1}
 	tr := newTrainer(t, cfg, opts, g, nil)
 	tf := tr.l.(*transformer)
 	b, err := eval.AgentRollouts(context.Background(), g, tf.newAgent(), 12, 80, 3)
@@ -343,8 +337,10 @@ func TestTransformerMemoryRefused(t *testing.T) {
 		{"batch", tasks.Config{W: 15, K: 15, L: 5}, 1_000_000, 0, "1000000 rollouts of about 50141 tokens"},
 	} {
 		cfg := ppoConfig()
-		cfg.Rollouts = c.rollouts
-		opts := DefaultTransformerOptions()
+		if c.rollouts > 0 {
+			cfg.Rollouts = c.rollouts
+		}
+		opts := DefaultTransformerOptions(PPO)
 		if c.context > 0 {
 			opts.Context = c.context
 		}

@@ -13,19 +13,24 @@ import (
 // maxBytesFlag registers -max-bytes on a subcommand that reads a run
 // folder: the memory budget train run checks its graphs against.
 func maxBytesFlag(fs *flag.FlagSet) *int64 {
-	return fs.Int64("max-bytes", 0, "memory budget in bytes, as for train run: work that would not fit is refused before it starts (0: 3/4 of the machine's memory)")
+	return fs.Int64("max-bytes", 0, "memory budget in bytes, as for train run: work that would not fit is refused before it starts (default: 3/4 of the machine's memory)")
 }
 
 // budgetCap lets tests (the fuzz target) bound every memory budget (0: no
 // bound).
 var budgetCap int64
 
-// resolveBudget is a -max-bytes value in bytes: 0 is 3/4 of the machine's
-// memory (defaultMaxBytes); a negative value is refused.
-func resolveBudget(cmd string, v int64) (int64, error) {
+// resolveBudget is the -max-bytes value of fs in bytes: left out, 3/4 of
+// the machine's memory (defaultMaxBytes); 0 given, or a negative value, is
+// refused.
+func resolveBudget(fs *flag.FlagSet, v int64) (int64, error) {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "max-bytes" })
 	switch {
 	case v < 0:
-		return 0, usagef("%s: -max-bytes %d: want >= 0 (0: 3/4 of the machine's memory)", cmd, v)
+		return 0, usagef("%s: -max-bytes %d: want >= 0 (0: 3/4 of the machine's memory)", fs.Name(), v)
+	case v == 0 && given:
+		return 0, usagef("%s: -max-bytes 0: want a budget in bytes >= 1 (leave it out for 3/4 of the machine's memory)", fs.Name())
 	case v == 0:
 		v = defaultMaxBytes()
 	}

@@ -74,21 +74,26 @@
 //	                       limit for sft; pretrain: once no state puts more than X
 //	                       on invalid transitions) (default 0.001; 0 runs until the
 //	                       step cap or until no progress)
-//	-train-source          train the source row s0 -> f too (default: it stays
-//	                       uniform like the fork-incoming rows the paper fixes); the
-//	                       RLVR optimum is then lower (it enters one branch first)
+//	-train-source          RL trainers and distill: train the source row s0 -> f
+//	                       too (default: it stays uniform like the fork-incoming
+//	                       rows the paper fixes); the RLVR optimum is then lower
+//	                       (it enters one branch first)
 //	-seed N                seed of every random choice (default 1)
 //	-max-tokens N          sampled trainers: stop once N tokens have been sampled,
 //	                       stop_reason tokens (default 0: no budget)
-//	-patience N            rlvr-exact: stop when the hitting time has not improved for N steps
+//	-patience N            steps without a new best (the lowest hitting time for the
+//	                       RL trainers, the closest to the limit for sft and
+//	                       distill, the least invalid mass for pretrain) before
+//	                       the run halves its rate (-lr-decay plateau) or stops
 //	                       (default 1000; 0: never). At the exact optimum of the
 //	                       setting that is success (stop_reason optimum), at another
-//	                       stationary point too (stationary); elsewhere it is a
-//	                       stall, exit 1: sign descent at a fixed lr can lock into a
-//	                       cycle (W=15, K=30, L=5 at lr 0.01 does; lr 0.001
-//	                       converges)
+//	                       stationary point too (stationary); elsewhere exact
+//	                       RLVR's is a stall, exit 1 (sign descent at a fixed lr
+//	                       can lock into a cycle: W=15, K=30, L=5 at lr 0.01 does;
+//	                       lr 0.001 converges), the others' a plateau
 //	-log-every N           metrics row every N steps (default 10)
-//	-supervised-backward P sft: also supervise a fraction P of backward states
+//	-supervised-backward P sft on the bigram: also supervise a fraction P of
+//	                       backward states
 //	-distill-traces N      distill: N sampled teacher traces (0: exact teacher)
 //	-teacher SPEC          distill: rlvr-limit or a run folder with a checkpoint
 //	-checkpoint-every N    checkpoint every N steps (default 100; 0: at the end)
@@ -99,9 +104,14 @@
 //	                       folder holding another run is refused
 //	-force                 replace a run folder that holds another run
 //	-resume DIR            continue the run in DIR from its checkpoint (with the
-//	                       configuration embedded in the checkpoint); -steps N is
-//	                       the only flag it takes: a new step cap, to train longer
-//	-max-bytes N           memory budget (default 3/4 of the machine): larger graphs
+//	                       configuration embedded in the checkpoint); -steps N (a
+//	                       new step cap) and -until X (a new stop distance) are
+//	                       the only flags it takes. A run its -until stopped is
+//	                       still within it after a new -steps: -until 0 -steps N
+//	                       trains it on to step N (a finished run says what
+//	                       would train it on). The command that made a run, run
+//	                       again after such a resume, still finds it
+//	-max-bytes N           memory budget, >= 1 (default 3/4 of the machine): larger graphs
 //	                       are refused before anything is allocated
 //
 // sampled RLVR flags (reinforce, ppo, grpo, rloo, dr-grpo; each step samples a
@@ -123,7 +133,9 @@
 //	-epochs N, -minibatches M, -clip E
 //	                       ppo, grpo, rloo, dr-grpo: passes, minibatches per pass,
 //	                       ratio clip (2, 2, 0.2)
-//	-lr-decay linear       decay the learning rate linearly over -steps
+//	-lr-decay NAME         linear (the learning rate decays linearly over -steps) or
+//	                       plateau (halved after -patience steps without a new
+//	                       best, -halvings N times at most, then the run stops)
 //	-kl-coef X, -entropy-coef X
 //	                       ppo: KL penalty to the starting policy, entropy bonus;
 //	                       grpo, rloo, dr-grpo: the k3 estimate of that KL on the
@@ -189,7 +201,64 @@
 //	                       dr-grpo: group baseline, horizon factor 2); sft, distill: sign descent at lr 0.01, 256
 //	                       sequences per step
 //	An optimizer named without -lr takes the default rate when it is the default
-//	optimizer, and 0.01 otherwise.
+//	optimizer, and 0.01 otherwise; -init-mode identity without -dim takes dim 0
+//	(the vocabulary); -table-lr follows -lr where its default is -lr.
+//
+//	A value given is used exactly or refused (exit 2, one line naming the field
+//	and what it takes): 0 is a value, never "the default" (-lr 0, -rollouts 0
+//	and -horizon-factor 0 are refused; -max-tokens 0, -until 0 mean what their
+//	flags say). Integers are decimal: -W 010 is ten, as in -branches; 0x4, 1_000
+//	and 0o7 are refused, as are inf and nan for numbers (every command's
+//	integer flags read alike). Flags, -config files and sweep specs are
+//	resolved in one place: the trainer's and model's defaults first, then the
+//	values given.
+//
+// which fields apply to which runs: a field given (as a flag, in a -config file
+// or a sweep spec) to a run it does not apply to is refused, even as zero, and
+// config.json records only the fields that apply:
+//
+//	the transformer:
+//	    transformer, transformer.dim (-dim), transformer.heads (-heads),
+//	    transformer.context (-context), transformer.positional (-positional),
+//	    transformer.layer_norm (-layer-norm), transformer.prompt (-prompt),
+//	    transformer.init (-init-mode), transformer.stride (-stride),
+//	    transformer.windows (-windows),
+//	    transformer.eval_rollouts (-eval-rollouts),
+//	    transformer.eval_tokens (-eval-tokens), transformer.final_rollouts,
+//	    transformer.final_tokens, transformer.train_tokens (-train-tokens)
+//	the transformer with init table:
+//	    transformer.table_lr (-table-lr)
+//	the transformer with init table, under reinforce, ppo, grpo, rloo, dr-grpo:
+//	    transformer.table_tokens (-table-tokens)
+//	sft, rlvr-exact, distill, reinforce, ppo, grpo, rloo, dr-grpo:
+//	    init (-init)
+//	optimizer adam:
+//	    train.optimizer.beta1, train.optimizer.beta2, train.optimizer.eps
+//	lr_decay plateau:
+//	    train.halvings (-halvings)
+//	reinforce, ppo, grpo, rloo, dr-grpo:
+//	    train.max_tokens (-max-tokens), train.beta (-beta),
+//	    train.horizon_factor (-horizon-factor), train.baseline (-baseline)
+//	sft on the bigram:
+//	    train.supervised_backward (-supervised-backward)
+//	reinforce, ppo, grpo, rloo, dr-grpo; on the transformer also sft and distill:
+//	    train.rollouts (-rollouts)
+//	ppo, grpo, rloo, dr-grpo:
+//	    train.epochs (-epochs), train.minibatches (-minibatches),
+//	    train.clip (-clip), train.kl_coef (-kl-coef)
+//	ppo:
+//	    train.entropy_coef (-entropy-coef)
+//	grpo, rloo, dr-grpo:
+//	    train.group_size (-group-size), train.loss_agg (-loss-agg)
+//	baseline gae (reinforce, ppo):
+//	    train.lambda (-lambda), train.critic_rate (-critic-rate)
+//	reinforce, ppo:
+//	    train.normalize_advantages (-normalize-advantages)
+//	distill:
+//	    train.distill_traces (-distill-traces), teacher (-teacher)
+//	rlvr-exact, distill, reinforce, ppo, grpo, rloo, dr-grpo:
+//	    train.train_source (-train-source)
+//	every other field applies to every run.
 //
 //	A run folder holds config.json, vocab.txt (the token names; its header says
 //	which ids are the model's rows), metrics.csv (step, hitting_time, objective,
@@ -275,17 +344,20 @@
 //
 // train sweep SPEC.json flags:
 //
-//	A spec is one JSON object: "base" (a config file's fields; default the
-//	defaults of train run), "grid" (a JSON path of config.json and its values,
+//	A spec is one JSON object: "base" (a config file's fields; each run's
+//	settings are set on it as given and the result resolved as a -config file
+//	is, so each run takes its own trainer's and model's defaults and a field
+//	that does not apply to a run is refused naming the run), "grid" (a JSON path of config.json and its values,
 //	e.g. "train.seed": [1, 2, 3], "graph": [{"W": 3, "K": 3, "L": 2}]; the runs
 //	are every combination), "list" (entries setting several paths at once, e.g.
 //	{"model": "transformer", "transformer.prompt": true}), "lists" (several named
 //	lists, combined with each other) and "out" (the sweep's folder, default
 //	runs/sweeps/<spec name>). A value for an object path ("graph") replaces the
-//	whole object. Run i is always the same run: lists outermost (sorted by
+//	whole object; a path into a graph the base does not give sets it on the
+//	default graph. Run i is always the same run: lists outermost (sorted by
 //	name), then the grid's paths sorted, the last fastest, values in the spec's
 //	order. Each run is resolved like train run's config before any work; its
-//	folder is <slug>-<hash of its resolved config>; sweep.json indexes them.
+//	folder is <slug>-<hash of its config.json>; sweep.json indexes them.
 //	-out DIR               the sweep's folder (default: the spec's out)
 //	-jobs N                runs trained at once (default: the number of cores). A
 //	                       run's sampling already uses every core: for small graphs

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite doc.go from manual.txt")
+var update = flag.Bool("update", false, "rewrite doc.go from manual.txt, and the checked example outputs of the README and docs/")
 
 // docIntro opens doc.go's package comment, before the manual.
 const docIntro = `Command train reproduces and extends "Provable Benefits of RLVR over SFT

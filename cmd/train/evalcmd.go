@@ -73,7 +73,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if *ckpt == "" {
 		cfg, err = gf.config(fs)
 	} else {
-		cfg.MaxBytes, err = resolveBudget("eval", gf.maxBytes)
+		cfg.MaxBytes, err = resolveBudget(fs, gf.maxBytes)
 	}
 	if err != nil {
 		return err

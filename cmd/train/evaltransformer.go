@@ -50,7 +50,7 @@ func evalTransformer(c *experiment.Checkpointed, o agentEval, w, stderr io.Write
 		return usagef("eval: -search-agent: the search agent samples a Markov policy's table; %s holds a transformer (drop -search-agent)", c.Dir)
 	}
 	if o.n == 0 {
-		o.n = trainers.DefaultTransformerOptions().EvalRollouts
+		o.n = trainers.DefaultTransformerOptions(c.Config.Train.Trainer).EvalRollouts
 		if t := c.Config.Transformer; t != nil {
 			o.n = t.EvalRollouts
 		}

@@ -22,7 +22,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	budget, err := resolveBudget("export", *maxBytes)
+	budget, err := resolveBudget(fs, *maxBytes)
 	if err != nil {
 		return err
 	}

@@ -59,8 +59,9 @@ func parseMixed(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, er
 }
 
 // parseFlags is parse for a subcommand that takes the arguments after the
-// flags itself (fs.Args()).
+// flags itself (fs.Args()). Integer flags are decimal (decimalFlags).
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	decimalFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			printUsage(fs, stdout)
@@ -69,6 +70,45 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 		return usagef("%s: %v (see train %s -h)", fs.Name(), err, fs.Name())
 	}
 	return nil
+}
+
+// decimalFlags makes the integer flags of fs read decimal integers only,
+// as train run's do (valueKind): the flag package reads Go literals, so
+// -W 010 was 8 and -W 0x4 was 4, while -branches "0x2,3" is refused.
+func decimalFlags(fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if _, done := f.Value.(decimal); !ok || done {
+			return
+		}
+		switch g.Get().(type) {
+		case int, int64:
+			f.Value = decimal{g, intValue}
+		case uint, uint64:
+			f.Value = decimal{g, uintValue}
+		}
+	})
+}
+
+// decimal is an integer flag.Value that reads decimal text only.
+type decimal struct {
+	flag.Getter
+	kind valueKind
+}
+
+func (d decimal) Set(s string) error {
+	j, err := d.kind.parse(s)
+	if err != nil {
+		return err
+	}
+	return d.Getter.Set(string(j))
+}
+
+func (d decimal) String() string {
+	if d.Getter == nil { // the zero value, for flag.PrintDefaults
+		return "0"
+	}
+	return d.Getter.String()
 }
 
 // graphFlags are the world-graph flags shared by the subcommands.
@@ -92,19 +132,19 @@ func (g *graphFlags) register(fs *flag.FlagSet, def tasks.Config) {
 	fs.IntVar(&g.w, "W", def.W, "number of branches W (>= 1)")
 	fs.IntVar(&g.k, "K", def.K, "diamonds per branch K (>= 1)")
 	fs.IntVar(&g.l, "L", def.L, "multiedges per diamond L (>= 1)")
-	fs.Int64Var(&g.maxBytes, "max-bytes", def.MaxBytes, "memory budget in bytes: larger graphs are refused up front (0: 3/4 of the machine's memory)")
+	fs.Int64Var(&g.maxBytes, "max-bytes", def.MaxBytes, "memory budget in bytes: larger graphs are refused up front (default: 3/4 of the machine's memory)")
 	fs.StringVar(&g.branches, "branches", g.branches, `heterogeneous graph, e.g. "2,2,3;5,1": ';' between branches, ',' between the diamonds' multiedge counts (instead of -W -K -L)`)
 }
 
 // config resolves the flags into a validated graph configuration.
 func (g *graphFlags) config(fs *flag.FlagSet) (tasks.Config, error) {
-	budget, err := resolveBudget(fs.Name(), g.maxBytes)
+	budget, err := resolveBudget(fs, g.maxBytes)
 	if err != nil {
 		return tasks.Config{}, err
 	}
-	c := tasks.Config{W: g.w, K: g.k, L: g.l, MaxBytes: budget}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c := tasks.Config{W: g.w, K: g.k, L: g.l, MaxBytes: budget}
 	if set["branches"] && g.branches == "" {
 		return c, usagef(`%s: -branches "": want a branch spec such as "2,2,3;5,1"`, fs.Name())
 	}

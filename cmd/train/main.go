@@ -38,13 +38,13 @@ func main() {
 
 // run dispatches a subcommand and returns the process exit code: 0 on
 // success, 2 on bad input, 1 on any other failure. The error is printed on
-// one line (oneLine).
+// one line (singleLine).
 func run(args []string, stdout, stderr io.Writer) int {
 	err := dispatch(args, stdout, stderr)
 	if err == nil || errors.Is(err, errHelp) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "train: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(stderr, "train: %s\n", singleLine(err.Error()))
 	var in interrupted
 	var sig signalled
 	switch {
@@ -58,10 +58,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-// oneLine escapes the control characters of a message (as Go's %q does: a
+// singleLine escapes the control characters of a message (as Go's %q does: a
 // line break in a flag's name or a path is printed \n), so that an error
 // stays one line whatever the input it names.
-func oneLine(msg string) string {
+func singleLine(msg string) string {
 	if !strings.ContainsFunc(msg, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }) {
 		return msg
 	}

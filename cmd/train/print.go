@@ -36,13 +36,23 @@ func printSummary(w io.Writer, s experiment.Summary) {
 			lim = num(l) + " (SFT limit)"
 		}
 	}
-	final := num(val(s.FinalHittingTime))
-	if s.FinalCI95 != nil {
-		final += fmt.Sprintf(" ± %.3g", *s.FinalCI95)
-	} else if s.FinalSuccessRate != nil {
-		final = fmt.Sprintf(">= %s (%.1f%% hit)", final, 100*(*s.FinalSuccessRate))
+	fmt.Fprintf(w, "  %-28s %14s   %s\n", "final hitting time", estimate(s.FinalHittingTime, s.FinalCI95, s.FinalSuccessRate), lim)
+	if s.FinalRollouts > 0 {
+		fmt.Fprintf(w, "  %-28s %14s   measured afresh on %d rollouts that no stop decision saw\n", "", "", s.FinalRollouts)
 	}
-	fmt.Fprintf(w, "  %-28s %14s   %s\n", "final hitting time", final, lim)
+	if s.FinalStep != s.Steps {
+		fmt.Fprintf(w, "  %-28s %14s   the parameters of step %d, the best row: the run ended with them\n", "", "", s.FinalStep)
+	}
+	if s.StopHittingTime != nil {
+		fmt.Fprintf(w, "  %-28s %14s   the estimate of step %d, the row the stop rule decided on\n", "stop estimate", estimate(s.StopHittingTime, s.StopCI95, nil), s.Steps)
+	}
+	if s.BestHittingTime != nil && (s.BestStep != s.FinalStep || s.StopHittingTime != nil) {
+		note := ""
+		if s.StopHittingTime != nil {
+			note = ", the lowest of many estimates (biased low)"
+		}
+		fmt.Fprintf(w, "  %-28s %14s   at step %d%s\n", "best row", estimate(s.BestHittingTime, s.BestCI95, nil), s.BestStep, note)
+	}
 	if s.Trainer.RL() {
 		th := s.Theory
 		first := ""
@@ -62,7 +72,23 @@ func printSummary(w io.Writer, s experiment.Summary) {
 		fmt.Fprintf(w, "  stopped: no further progress at the exact optimum of the setting (within 1e-6)\n")
 	case "stationary":
 		fmt.Fprintf(w, "  stopped: no further progress at a stationary point (exact gradient ~0) above the optimum\n")
+	case "plateau":
+		fmt.Fprintf(w, "  stopped: no new best for -patience steps (every halving of the rate spent) above the limit\n")
 	case "memory":
 		fmt.Fprintf(w, "  stopped: the hitting time grew so far that the next batch of rollouts would not fit the memory budget (-max-bytes): the policy diverged\n")
 	}
+}
+
+// estimate prints a hitting time with its 95% half-width, or as a lower
+// bound with the share of rollouts that hit.
+func estimate(h, ci, success *float64) string {
+	val := experiment.Value
+	out := num(val(h))
+	switch {
+	case ci != nil:
+		out += fmt.Sprintf(" ± %.3g", *ci)
+	case success != nil && *success < 1:
+		out = fmt.Sprintf(">= %s (%.1f%% hit)", out, 100*(*success))
+	}
+	return out
 }

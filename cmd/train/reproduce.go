@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -45,7 +46,7 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 			progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish())
 	}
 	start := time.Now()
-	opts := reproduce.Options{Out: *out, Quick: *quick, Docs: *docs, Log: stdout,
+	opts := reproduce.Options{Out: *out, Quick: *quick, Docs: *docs, Log: stdout, Command: "train reproduce " + strings.Join(args, " "),
 		Started: func(i, n int, name string) {
 			if bar != nil {
 				bar.ChangeMax(n)

@@ -70,7 +70,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if *horizon < 0 {
 		return usagef("sample: -horizon %d: want >= 0 (0: the default)", *horizon)
 	}
-	budget, err := resolveBudget("sample", *maxBytes)
+	budget, err := resolveBudget(fs, *maxBytes)
 	if err != nil {
 		return err
 	}

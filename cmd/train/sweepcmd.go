@@ -52,7 +52,7 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.Time, "time", "", "-print slurm: time limit per task, e.g. 02:00:00 (default: the partition's)")
 	fs.StringVar(&c.Partition, "partition", "", "-print slurm: partition (default: the cluster's)")
 	fs.IntVar(&c.Parallel, "parallel", 0, "-print: tasks running at once (default: no cap)")
-	fs.StringVar(&c.Image, "image", "backtrack-train:latest", "-print k8s: container image holding the train binary")
+	fs.StringVar(&c.Image, "image", defaultImage, "-print k8s: container image holding the train binary")
 	fs.StringVar(&c.Claim, "claim", "sweep", "-print k8s: persistent volume claim holding the spec and the run folders")
 	fs.StringVar(&c.Mount, "mount", "/sweep", "-print k8s: where the claim is mounted")
 	pos, err := parseMixed(fs, args, stdout) // the spec and flags in any order
@@ -294,6 +294,10 @@ func printCluster(stdout io.Writer, p *sweep.Plan, a sweepArgs) error {
 	}
 	return nil
 }
+
+// defaultImage is the container image a printed Kubernetes job names
+// unless -image: the repository's Dockerfile builds it.
+const defaultImage = "backtrack-train:latest"
 
 // clusterFlags are the flags of -print, by the engines they apply to.
 var clusterFlags = map[string][]string{

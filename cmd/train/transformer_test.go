@@ -67,7 +67,7 @@ func TestRunTransformer(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "-heads", "2", "-W", "2", "-K", "2", "-L", "1"}, "-heads configures the transformer: add -model transformer"},
+		{[]string{"run", "-heads", "2", "-W", "2", "-K", "2", "-L", "1"}, "-heads: applies to the transformer; this run is rlvr-exact on the bigram"},
 		{[]string{"run", "-model", "transformer", "-trainer", "rlvr-exact", "-W", "2", "-K", "2", "-L", "1"}, "model transformer trains with sft, distill, reinforce, ppo, grpo, rloo, dr-grpo, not rlvr-exact"},
 		{[]string{"run", "-model", "transformer", "-trainer", "ppo", "-context", "0"}, "transformer heads 1, context 0: want >= 1 each"},
 		{[]string{"run", "-model", "mlp"}, `model "mlp": want bigram or transformer`},

@@ -15,8 +15,24 @@ var CompareLearners []byte
 
 // CompareLearnersPaper is compare-learners-paper.json: the same comparison
 // at the paper's size, W=K=15, L=5, 5 seeds. Its PPO runs are
-// fig7-transformer's configuration (until within 5% of the limit, at most
-// 3000 steps); GRPO, SFT and distillation keep the small graphs' budgets.
+// fig7-transformer's configuration (the same PPO for both learners, a
+// budget of 2G sampled tokens each, no stop rule); GRPO, SFT and
+// distillation keep the small graphs' budgets.
 //
 //go:embed compare-learners-paper.json
 var CompareLearnersPaper []byte
+
+// Defaults is defaults.json: every trainer on both learners at W=K=5,
+// L=3, 3 seeds, over a grid of rates around each default (and the
+// bigram's baselines, the transformer's table rate under PPO): the sweep
+// behind the defaults (train reproduce defaults).
+//
+//go:embed defaults.json
+var Defaults []byte
+
+// DefaultsPaper is defaults-paper.json: the bigram's sampled trainers and
+// the transformer's PPO at the paper's size, 3 seeds, each run with a
+// budget of sampled tokens, over a grid of three rates.
+//
+//go:embed defaults-paper.json
+var DefaultsPaper []byte

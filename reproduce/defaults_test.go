@@ -1,0 +1,85 @@
+package reproduce
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/rlvr-backtrack/backtrack/experiment"
+	"github.com/rlvr-backtrack/backtrack/sweep"
+	"github.com/rlvr-backtrack/backtrack/trainers"
+)
+
+// TestDefaultsGridsHoldTheDefaults: the defaults sweeps cover every trainer
+// of both learners at W=K=5, L=3 (and the sampled ones at the paper's
+// size), each family's grid has three or more settings over 3 seeds, and
+// one of them is the code's default, so that "the default is the grid's
+// best" can be checked at all.
+func TestDefaultsGridsHoldTheDefaults(t *testing.T) {
+	for _, s := range defaultsSpecs(false) {
+		spec, err := sweep.ParseSpec(s.data, s.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := spec.Expand(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		settings, seeds := map[string][]string{}, map[string]map[uint64]bool{}
+		defaults := map[string]string{}
+		for _, r := range p.Runs {
+			c := r.Config
+			fam := string(c.Model) + " " + string(c.Train.Trainer) + " " + c.Graph.Name()
+			if st := settingOf(c); !slices.Contains(settings[fam], st) {
+				settings[fam] = append(settings[fam], st)
+			}
+			if seeds[fam] == nil {
+				seeds[fam] = map[uint64]bool{}
+			}
+			seeds[fam][c.Train.Seed] = true
+			defaults[fam] = settingOf(experiment.Defaults(c.Model, c.Train.Trainer))
+		}
+		for fam, st := range settings {
+			if len(st) < 3 || len(seeds[fam]) < 3 || !slices.Contains(st, defaults[fam]) {
+				t.Errorf("%s %s: settings %q over %d seeds; want 3 or more over 3 seeds, one of them the default %q", s.name, fam, st, len(seeds[fam]), defaults[fam])
+			}
+		}
+		if s.name == "defaults" {
+			for _, m := range trainers.Models() {
+				for _, k := range m.Kinds() {
+					if !slices.Contains(defaultsFamilies(p), string(m)+" "+string(k)) {
+						t.Errorf("defaults.json does not sweep %s %s", m, k)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestChoiceOrder: the best group has more seeds that met the stop rule;
+// among groups whose seeds all met it, fewer sampled tokens; otherwise the
+// lower final hitting time.
+func TestChoiceOrder(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	group := func(tokens int, finals ...float64) *sweep.Group {
+		g := &sweep.Group{}
+		for i, x := range finals {
+			stop := trainers.StopPlateau
+			if x < 101 {
+				stop = trainers.StopUntil
+			}
+			g.Runs = append(g.Runs, &sweep.RunData{Config: experiment.Defaults(trainers.BigramModel, trainers.PPO),
+				Summary: &experiment.Summary{StopReason: stop, FinalHittingTime: f(x), LimitHittingTime: f(99), SampledTokens: tokens + i, Steps: 10}})
+			g.Counted++
+		}
+		return g
+	}
+	all3cheap, all3dear, two, twoWorse := group(100, 100, 100, 100), group(200, 99.5, 99.5, 99.5), group(50, 100, 100, 102), group(50, 100, 100, 104)
+	for _, c := range []struct {
+		a, b *sweep.Group
+		want bool
+	}{{all3cheap, all3dear, true}, {all3dear, all3cheap, false}, {all3dear, two, true}, {two, twoWorse, true}, {twoWorse, two, false}} {
+		if got := better(c.a, c.b); got != c.want {
+			t.Errorf("better(%v, %v) = %v, want %v", c.a.Runs[0].Summary.SampledTokens, c.b.Runs[0].Summary.SampledTokens, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,280 @@
+package trainers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/rlvr-backtrack/backtrack/checkpoints"
+	"github.com/rlvr-backtrack/backtrack/eval"
+)
+
+// Stop says why a run ended.
+type Stop string
+
+// The reasons Run returns for.
+const (
+	StopSteps  Stop = "steps"  // the step cap
+	StopTokens Stop = "tokens" // the sampled-token cap (Config.MaxTokens)
+	StopUntil  Stop = "until"  // within Config.Until of the limit
+	// StopOptimum, StopStationary, StopStall and StopPlateau: no new best
+	// for Config.Patience steps (with every halving of lr_decay plateau
+	// spent): at the exact optimum of the setting (within optimumTol), at
+	// a stationary point above it, for exact RLVR anywhere else
+	// (ErrStalled), and for the other trainers anywhere else.
+	StopOptimum     Stop = "optimum"
+	StopStationary  Stop = "stationary"
+	StopStall       Stop = "stall"
+	StopPlateau     Stop = "plateau"
+	StopInterrupted Stop = "interrupted" // the context was canceled
+	// StopMemory: the next batch of rollouts would not fit the memory
+	// budget (the graph's max_bytes; Trainer.batchBytes): the policy's
+	// hitting time, the horizon's unit, has grown that far.
+	StopMemory Stop = "memory"
+)
+
+// ErrStalled reports an exact RLVR run stopped because its hitting time
+// stopped improving (see Config.Patience) away from the optimum of its
+// setting.
+var ErrStalled = errors.New("no progress")
+
+// optimumTol is how close (relative) to the exact optimum a run that stops
+// improving counts as having reached it: sign descent at a fixed step
+// oscillates around an interior optimum (a branch entry's c_{i,1} < 1)
+// within about this of its value.
+const optimumTol = 1e-6
+
+// improveTol is the relative decrease of the best distance (progress.Best)
+// that counts as progress: a rounding error is none.
+const improveTol = 1e-9
+
+// progress is a run's record of its best metrics row, the clock of its
+// patience and the halvings of lr_decay plateau. It is checkpointed, so
+// a resumed run stops and decays where the uninterrupted one would.
+type progress struct {
+	// Measured is set once a row has been tracked.
+	Measured bool `json:"measured"`
+	// Best is the best distance so far (distance), at step BestStep, where
+	// the hitting time was BestHitting with Monte Carlo half-width
+	// BestCI95 (0 when exact).
+	Best        float64  `json:"best"`
+	BestStep    int      `json:"best_step"`
+	BestHitting nullable `json:"best_hitting_time"`
+	BestCI95    float64  `json:"best_ci95"`
+	// Since is the step patience counts from: the best's, or the last
+	// halving's when that came later.
+	Since int `json:"since"`
+	// Halvings is the number of times lr_decay plateau has halved the
+	// rate.
+	Halvings int `json:"halvings"`
+}
+
+// distance is how far a row is from where the trainer is going (lower is
+// better): the hitting time for the RL trainers (a transformer may go
+// below the bigram's optimum), the distance to the limit for sft and
+// distill (SFT raises the hitting time toward its limit), the largest mass
+// on invalid transitions for pretraining.
+func (t *Trainer) distance(r Row) float64 {
+	switch k := t.cfg.Trainer; {
+	case k.Dense():
+		return r.InvalidMass
+	case k.RL() || t.limit <= 0:
+		return r.HittingTime
+	}
+	return math.Abs(r.HittingTime - t.limit)
+}
+
+// track records row in the run's progress and reports whether the run has
+// run out of patience: Config.Patience steps without a new best and, under
+// lr_decay plateau, every halving spent (a halving restarts the clock).
+func (t *Trainer) track(row Row) bool {
+	p := &t.prog
+	if d := t.distance(row); !p.Measured || d < p.Best-improveTol*math.Abs(p.Best) {
+		ci := 0.0
+		if row.Estimated && !math.IsNaN(row.HittingTimeCI95) {
+			ci = row.HittingTimeCI95
+		}
+		*p = progress{Measured: true, Best: d, BestStep: t.done, BestHitting: nullable(row.HittingTime), BestCI95: ci, Since: t.done, Halvings: p.Halvings}
+		if t.cfg.Patience > 0 {
+			t.best = copyTensors(t.best[:0], t.l.tensors())
+		}
+		return false
+	}
+	if t.cfg.Patience == 0 || t.done-p.Since < t.cfg.Patience {
+		return false
+	}
+	if t.cfg.LRDecay == "plateau" && p.Halvings < t.cfg.Halvings {
+		p.Halvings++
+		p.Since = t.done
+		return false
+	}
+	return true
+}
+
+// exhausted reports whether the run's patience is spent as of its last
+// tracked row (see track).
+func (t *Trainer) exhausted() bool {
+	p := t.prog
+	return p.Measured && t.cfg.Patience > 0 && t.done-p.Since >= t.cfg.Patience &&
+		(t.cfg.LRDecay != "plateau" || p.Halvings >= t.cfg.Halvings)
+}
+
+// copyTensors copies ts into dst's memory where it fits.
+func copyTensors(dst, ts []checkpoints.Tensor) []checkpoints.Tensor {
+	for i, x := range ts {
+		if i < cap(dst) && cap(dst[:i+1][i].Data) >= len(x.Data) {
+			dst = dst[:i+1]
+			dst[i].Name, dst[i].Shape = x.Name, x.Shape
+			dst[i].Data = append(dst[i].Data[:0], x.Data...)
+			continue
+		}
+		dst = append(dst[:i], checkpoints.Tensor{Name: x.Name, Shape: x.Shape, Data: append([]float64(nil), x.Data...)})
+	}
+	return dst
+}
+
+// bestPrefix names the best parameters' tensors in a checkpoint.
+const bestPrefix = "best/"
+
+// restoreBest puts back the parameters of the best row: a run that stops
+// for lack of progress ends with them (early stopping that keeps the best
+// weights), not with wherever the noise of its last steps left it.
+func (t *Trainer) restoreBest() error {
+	if len(t.best) == 0 {
+		return nil
+	}
+	return t.l.setTensors(&checkpoints.Checkpoint{Kind: t.l.layout(), Tensors: t.best})
+}
+
+// endAtBest restores the best row's parameters (restoreBest) and returns
+// the row of the restored policy: measured again when exact, the stop's
+// row for a Monte Carlo learner (whose final value Final measures afresh).
+func (t *Trainer) endAtBest(ctx context.Context, row Row) (Row, error) {
+	if len(t.best) == 0 || t.prog.BestStep == t.done {
+		return row, nil
+	}
+	if err := t.restoreBest(); err != nil {
+		return row, fmt.Errorf("trainers: restore the best parameters: %w", err)
+	}
+	t.endedAt = t.prog.BestStep
+	if row.Estimated {
+		return row, nil
+	}
+	r, err := t.measure(ctx)
+	if err != nil {
+		return row, err
+	}
+	t.l.abcd(&r)
+	return r, nil
+}
+
+// Best is the run's best metrics row so far: its step, hitting time and,
+// for a Monte Carlo learner, its 95% half-width (0 when exact). A Monte
+// Carlo best is the lowest of many estimates, so it is biased low: the
+// run's final value (Trainer.Final) is measured afresh.
+func (t *Trainer) Best() (step int, hitting, ci95 float64) {
+	if !t.prog.Measured {
+		return 0, math.NaN(), math.NaN()
+	}
+	return t.prog.BestStep, float64(t.prog.BestHitting), t.prog.BestCI95
+}
+
+// noProgress classifies a run that ran out of patience: at the exact
+// optimum of its setting (its best hitting time within optimumTol of it),
+// at a stationary point above it (the exact gradient over every trained
+// logit below stationaryTol relative to H_f: the symmetric point that
+// exact RLVR keeps when the source row is trained is one), for exact RLVR
+// anywhere else a stall, for the other trainers a plateau.
+func (t *Trainer) noProgress() Stop {
+	if t.cfg.Trainer.RL() && t.limit > 0 && float64(t.prog.BestHitting) <= t.limit*(1+optimumTol) {
+		return StopOptimum
+	}
+	if c, ok := t.l.(certifier); ok && t.cfg.Trainer.RL() {
+		if cert, err := c.certify(); err == nil && cert.Gradient <= stationaryTol {
+			return StopStationary
+		}
+	}
+	if t.cfg.Trainer.Stalls() {
+		return StopStall
+	}
+	return StopPlateau
+}
+
+// stationaryTol bounds the relative gradient of a stationary point.
+const stationaryTol = 1e-6
+
+// certifier is a learner with an exact first-order certificate of its
+// current policy (a Markov policy).
+type certifier interface {
+	certify() (*eval.Certificate, error)
+}
+
+// Done reports whether the run has nothing left to do: the step cap or
+// the token budget is reached, its patience is spent, or the current
+// policy meets the stop rule.
+func (t *Trainer) Done(ctx context.Context) (bool, error) {
+	if t.done >= t.cfg.Steps || t.spent() || t.exhausted() {
+		return true, nil
+	}
+	row, err := t.measure(ctx)
+	if err != nil {
+		return false, err
+	}
+	return t.converged(row), nil
+}
+
+// spent reports whether a sampled trainer has used its token budget
+// (Config.MaxTokens).
+func (t *Trainer) spent() bool {
+	return t.smp != nil && t.cfg.MaxTokens > 0 && t.smp.tokens >= t.cfg.MaxTokens
+}
+
+// Converged reports whether a row meets the run's stop rule (Config.Until).
+func (t *Trainer) Converged(r Row) bool { return t.converged(r) }
+
+// converged is the stop rule of Config.Until: within Until of the limit,
+// or for pretraining a mass on invalid transitions below Until. A Monte
+// Carlo estimate (a transformer) counts once every evaluation rollout hits
+// and its whole 95% interval lies at most Until above the limit; there is
+// no lower bound: a policy that remembers its rollout can beat the
+// bigram's optimum (it turns back on re-entering a branch it has
+// searched). Run decides on a confirmation measured afresh when a
+// periodic estimate passes (confirm), so a lucky estimate does not stop
+// the run.
+func (t *Trainer) converged(r Row) bool {
+	until := t.cfg.Until
+	switch {
+	case t.stop == StopOptimum:
+		return true
+	case until == 0:
+		return false
+	case t.cfg.Trainer.Dense():
+		return r.InvalidMass <= until
+	case t.limit <= 0:
+		return false
+	case r.Estimated:
+		return r.MCSuccessRate == 1 && r.HittingTime+r.HittingTimeCI95 <= (1+until)*t.limit
+	}
+	return math.Abs(r.HittingTime-t.limit) <= until*t.limit
+}
+
+// nullable is a float64 that JSON writes as null when NaN (pretraining's
+// hitting time) and reads back.
+type nullable float64
+
+func (x nullable) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(x))
+}
+
+func (x *nullable) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*x = nullable(math.NaN())
+		return nil
+	}
+	return json.Unmarshal(b, (*float64)(x))
+}
