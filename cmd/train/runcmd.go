@@ -178,6 +178,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return s, err
 		})
 	}
+	if g := &a.cfg.Graph; budgetCap > 0 && (g.MaxBytes == 0 || g.MaxBytes > budgetCap) {
+		g.MaxBytes = budgetCap // tests: the fuzz target's bound on every budget
+	}
 	return execute(stdout, stderr, nil, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
 		o.Force = a.force
 		return experiment.Run(ctx, a.cfg, o)
