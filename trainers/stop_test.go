@@ -146,7 +146,7 @@ func TestEstimatedStopRule(t *testing.T) {
 // parameters) and end at most 1% above the best hitting time they reached
 // (W=3, K=2, L=2 keeps the group-relative trainers' plateaus short).
 // The bigram's hitting times are exact; the transformer's final value is
-// measured afresh and its best row is the lowest of many estimates, so
+// measured afresh and its best row is chosen among noisy estimates, so
 // there the two intervals must leave room for the 1%.
 func TestDefaultRunsEndAtTheirBest(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
