@@ -35,7 +35,10 @@ func defaultsSpecs(quick bool) []struct {
 		specs = append(specs, struct {
 			name string
 			data []byte
-		}{"defaults-paper", sweeps.DefaultsPaper})
+		}{"defaults-paper", sweeps.DefaultsPaper}, struct {
+			name string
+			data []byte
+		}{"stopping", sweeps.Stopping})
 	}
 	return specs
 }
@@ -122,6 +125,13 @@ func settingOf(c experiment.Config) string {
 	}
 	return s
 }
+
+// stoppingNote introduces the stopping sweep on the defaults' page.
+const stoppingNote = `The sampled trainers that do not reach 1% of the optimum at W=K=5, L=3 (REINFORCE and PPO with the
+state baseline, GRPO, RLOO, Dr. GRPO), each at its default rate, with the default stop rules (lr_decay
+plateau: the rate halved after -patience steps without a new best, three times, then the run stops with its
+best parameters) and with a constant rate for 3000 steps. "final above best (max)" is how far the run ended
+above the best hitting time it reached, on the worst of its seeds.`
 
 // feasible reports, for a family and setting, whether the setting was
 // swept at the paper's size (known) and every seed ended there within
@@ -239,32 +249,36 @@ func (r *reproducer) defaults(dir string) (string, string, error) {
 		done = append(done, swept{s.name, len(p.Runs), groups})
 	}
 	var paper feasible
-	if len(done) > 1 {
-		paper = paperFeasible(done[1].groups)
+	for _, d := range done {
+		if d.name == "defaults-paper" {
+			paper = paperFeasible(d.groups)
+		}
 	}
 	var page strings.Builder
 	var all []choice
 	var atPaper []string
-	for i, d := range done {
-		var ch []choice
-		if i == 0 { // the defaults are chosen at W=K=5, L=3
-			ch = choices(d.groups, paper)
-			all = ch
-		} else {
-			ch = choices(d.groups, nil)
-			for _, x := range ch {
-				atPaper = append(atPaper, fmt.Sprintf("%s %s: %s (%s, %s)", x.model, x.trainer, x.setting, estimate(x.best.Final), x.best.StopsString()))
-			}
-		}
+	for _, d := range done {
 		fmt.Fprintf(&page, "## %s (`docs/sweeps/%s.json`, %d runs)\n\n", d.name, d.name, d.runs)
-		page.WriteString("| graph | model | trainer | the grid's best | its final hitting time | stopped by | sampled tokens | the default | the default is the best |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
-		for _, x := range ch {
-			best := x.setting
-			if x.failsPaper {
-				best += " (no setting of the paper-size grid got every seed within 5%)"
+		if d.name == "stopping" {
+			fmt.Fprintf(&page, "%s\n\n", stoppingNote)
+		} else {
+			ch := choices(d.groups, paper)
+			if d.name == "defaults" { // the defaults are chosen at W=K=5, L=3
+				all = ch
+			} else {
+				for _, x := range ch {
+					atPaper = append(atPaper, fmt.Sprintf("%s %s: %s (%s, %s)", x.model, x.trainer, x.setting, estimate(x.best.Final), x.best.StopsString()))
+				}
 			}
-			fmt.Fprintf(&page, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.graph, x.model, x.trainer, best,
-				estimate(x.best.Final), x.best.StopsString(), estimate(x.best.Tokens), x.defaultSetting, agreement(x))
+			page.WriteString("| graph | model | trainer | the grid's best | its final hitting time | stopped by | sampled tokens | the default | the default is the best |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+			for _, x := range ch {
+				best := x.setting
+				if x.failsPaper {
+					best += " (no setting of the paper-size grid got every seed within 5%)"
+				}
+				fmt.Fprintf(&page, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.graph, x.model, x.trainer, best,
+					estimate(x.best.Final), x.best.StopsString(), estimate(x.best.Tokens), x.defaultSetting, agreement(x))
+			}
 		}
 		summary, err := os.ReadFile(filepath.Join(dir, d.name, "summary.md"))
 		if err != nil {

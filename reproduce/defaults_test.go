@@ -16,6 +16,9 @@ import (
 // best" can be checked at all.
 func TestDefaultsGridsHoldTheDefaults(t *testing.T) {
 	for _, s := range defaultsSpecs(false) {
+		if s.name == "stopping" { // one setting per trainer: the stop rules vary
+			continue
+		}
 		spec, err := sweep.ParseSpec(s.data, s.name)
 		if err != nil {
 			t.Fatal(err)
