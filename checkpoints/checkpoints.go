@@ -19,6 +19,7 @@
 package checkpoints
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -232,6 +233,16 @@ func Load(path string) (*Checkpoint, error) {
 // WriteFileAtomic writes data to path through a synced temporary file and
 // a rename.
 func WriteFileAtomic(path string, data []byte) error {
+	return WriteAtomic(path, func(w io.Writer) error {
+		_, err := io.Copy(w, bytes.NewReader(data))
+		return err
+	})
+}
+
+// WriteAtomic writes path through a synced temporary file in its folder
+// and a rename, streaming what write writes; the temporary file never
+// outlives the call.
+func WriteAtomic(path string, write func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -243,7 +254,12 @@ func WriteFileAtomic(path string, data []byte) error {
 		f.Close()
 		return fmt.Errorf("checkpoints: %w", err)
 	}
-	if _, err := io.Copy(f, bytes.NewReader(data)); err != nil {
+	bw := bufio.NewWriter(f)
+	if err := write(bw); err != nil {
+		f.Close()
+		return fmt.Errorf("checkpoints: write %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
 		f.Close()
 		return fmt.Errorf("checkpoints: write %s: %w", path, err)
 	}

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"encoding/json"
 	"math"
 
 	"github.com/rlvr-backtrack/backtrack/tasks"
@@ -53,6 +54,21 @@ type Predictions struct {
 	// SFTLimit is the exact hitting time of SFT's limit (a=c=1, b and d
 	// pretrained), from Appendix D's recursion.
 	SFTLimit float64 `json:"sft_limit"`
+}
+
+// MarshalJSON writes the predictions with SFTLimit null when it overflows
+// float64 (it grows like ((L+1)^2/L)^K: +Inf from K of about 360 at L=5),
+// as JSON has no infinity.
+func (p Predictions) MarshalJSON() ([]byte, error) {
+	type plain Predictions // without this method
+	var sft *float64
+	if !math.IsInf(p.SFTLimit, 0) && !math.IsNaN(p.SFTLimit) {
+		sft = &p.SFTLimit
+	}
+	return json.Marshal(struct {
+		plain
+		SFTLimit *float64 `json:"sft_limit"` // the shallower field: it replaces plain's
+	}{plain(p), sft})
 }
 
 // Predict evaluates the closed forms on graph g and the optimum of the

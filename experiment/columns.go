@@ -174,10 +174,13 @@ func format(r *record) string { return strings.Join(cells(r), ",") }
 // formatJSON prints one record as a JSON object on one line (without the
 // newline), metrics.jsonl's: the same columns and digits as the CSV line,
 // null where the CSV cell is empty.
-func formatJSON(r *record) string {
+func formatJSON(r *record) string { return jsonLine(cells(r)) }
+
+// jsonLine prints a metrics row's cells as formatJSON does.
+func jsonLine(cells []string) string {
 	var b strings.Builder
 	b.WriteByte('{')
-	for i, v := range cells(r) {
+	for i, v := range cells {
 		if i > 0 {
 			b.WriteString(", ")
 		}
@@ -203,7 +206,7 @@ type Metrics struct {
 func ReadMetrics(dir string) (*Metrics, error) {
 	path := dir
 	if !strings.HasSuffix(dir, ".csv") {
-		path = dir + string(os.PathSeparator) + "metrics.csv"
+		path = dir + string(os.PathSeparator) + metricsFile
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -111,8 +111,9 @@ func TestMetricsColumnsReadBack(t *testing.T) {
 		if h := last("entropy"); !(h > 0 && h <= math.Log(3)) { // rows of W=3, L=2 have at most 3 choices
 			t.Errorf("%s: entropy %v, want in (0, log 3]", tc.k, h)
 		}
-		if lr := m.Column("lr"); lr[0] != 0.05 || lr[2] != 0.05 {
-			t.Errorf("%s: lr %v, want the bigram's 0.05 throughout", tc.k, lr)
+		want := trainers.Defaults(tc.k, trainers.BigramModel).Optim.LR
+		if lr := m.Column("lr"); lr[0] != want || lr[2] != want {
+			t.Errorf("%s: lr %v, want the bigram's default %v throughout", tc.k, lr, want)
 		}
 		if got := !math.IsNaN(last("flat_groups")); got != tc.grouped {
 			t.Errorf("%s: flat_groups %v", tc.k, last("flat_groups"))

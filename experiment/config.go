@@ -211,6 +211,9 @@ func (c Config) Name() string {
 			name += "-prompt"
 		}
 	}
+	if c.Train.TrainSource {
+		name += "-source"
+	}
 	if c.Train.SupervisedBackward > 0 {
 		name += fmt.Sprintf("-p%g", c.Train.SupervisedBackward)
 	}

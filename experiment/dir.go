@@ -24,6 +24,8 @@ const (
 	ConfigFile     = "config.json"
 	SummaryFile    = "summary.json"
 	JSONLFile      = "metrics.jsonl"
+	metricsFile    = "metrics.csv"
+	abcdFile       = "abcd.csv"
 	vocabFile      = "vocab.txt"
 	lockFile       = ".lock"
 	abcdHeader     = "step,depth,a,b,c,d,a_per_copy,b_per_copy,c_per_copy,d_per_copy"
@@ -87,7 +89,7 @@ func openFolder(dir string, cfgJSON []byte, resumeStep int, force bool, a applie
 	f := &folder{dir: dir, initialHitting: math.NaN(), applies: a}
 	var err error
 	var kept [][]string
-	if f.metrics, kept, err = reopenCSV(filepath.Join(dir, "metrics.csv"), metricsHeader(), resumeStep); err != nil {
+	if f.metrics, kept, err = reopenCSV(filepath.Join(dir, metricsFile), metricsHeader(), resumeStep); err != nil {
 		return nil, err
 	}
 	for _, rec := range kept {
@@ -95,7 +97,7 @@ func openFolder(dir string, cfgJSON []byte, resumeStep int, force bool, a applie
 			f.initialHitting, _ = strconv.ParseFloat(rec[1], 64)
 		}
 	}
-	if f.abcd, _, err = reopenCSV(filepath.Join(dir, "abcd.csv"), abcdHeader, resumeStep); err != nil {
+	if f.abcd, _, err = reopenCSV(filepath.Join(dir, abcdFile), abcdHeader, resumeStep); err != nil {
 		return nil, err
 	}
 	if f.jsonl, err = reopenJSONL(filepath.Join(dir, JSONLFile), resumeStep); err != nil {
@@ -233,8 +235,8 @@ func (f *folder) finish(s Summary) error {
 	if err := f.aw.Flush(); err != nil {
 		return err
 	}
-	if a, err := ReadMetrics(filepath.Join(f.dir, "abcd.csv")); err == nil && len(a.Rows) == 0 {
-		if err := os.Remove(filepath.Join(f.dir, "abcd.csv")); err != nil {
+	if a, err := ReadMetrics(filepath.Join(f.dir, abcdFile)); err == nil && len(a.Rows) == 0 {
+		if err := os.Remove(filepath.Join(f.dir, abcdFile)); err != nil {
 			return err
 		}
 	}
@@ -301,20 +303,6 @@ func firstMissing(dir string) string {
 		if filepath.Dir(d) == d {
 			return missing
 		}
-	}
-}
-
-// removeIfOnlyLock removes a run folder that holds nothing but its lock
-// file, and the empty folders above it up to top (the ones its run
-// created): a run refused after taking the lock (a bad -teacher, a graph
-// over the memory budget) leaves no empty folder that looks like a run.
-func removeIfOnlyLock(dir, top string) {
-	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) != 1 || entries[0].Name() != lockFile {
-		return
-	}
-	if os.Remove(filepath.Join(dir, lockFile)) == nil {
-		removeEmpty(dir, top)
 	}
 }
 

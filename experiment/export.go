@@ -63,3 +63,17 @@ func (c *Checkpointed) Arrays() []checkpoints.Array {
 	out = append(out, checkpoints.Array{Name: "config", Text: []string{compact.String()}})
 	return out
 }
+
+// ArraysBytes is about the memory Arrays and writing them take besides the
+// checkpoint and the graph: the transitions (two int64 each), the
+// vocabulary (numpy's 4 bytes per character, up to 64 characters a name),
+// the parameters and probabilities they share with the checkpoint, all
+// counted once more for their encoding as they are written.
+func (c *Checkpointed) ArraysBytes() float64 {
+	g := c.Graph
+	arrays := 16*float64(len(g.Next)+g.W()) + 4*64*float64(c.Vocab.Size()) + 8*float64(len(c.Probs))
+	for _, t := range c.Params {
+		arrays += 8 * float64(len(t.Data))
+	}
+	return 2 * arrays
+}

@@ -3,6 +3,9 @@ package experiment
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/checkpoints"
 	"github.com/rlvr-backtrack/backtrack/eval"
@@ -35,17 +38,28 @@ type Checkpointed struct {
 	Trainer *trainers.Trainer
 }
 
-// Open reads the checkpoint of the run folder dir. Errors are InputErrors:
-// a folder without a readable checkpoint, or one whose teacher or starting
-// bigram (-init) can no longer be read.
-func Open(dir string) (*Checkpointed, error) {
+// Open reads the checkpoint of the run folder dir within a memory budget
+// in bytes (0: the one its configuration recorded), as train run checks
+// its own: a checkpoint file, graph or model that would not fit is refused
+// before it is read or built. Errors are InputErrors: a folder without a
+// readable checkpoint, one over the budget, or one whose teacher or
+// starting bigram (-init) can no longer be read.
+func Open(dir string, budget int64) (*Checkpointed, error) {
+	if st, err := os.Stat(filepath.Join(dir, CheckpointFile)); err == nil && budget > 0 && 2*float64(st.Size()) > float64(budget) {
+		return nil, inputf("%s is %s: reading it needs about twice that, over the memory budget of %s (-max-bytes)",
+			filepath.Join(dir, CheckpointFile), tasks.HumanBytes(float64(st.Size())), tasks.HumanBytes(float64(budget)))
+	}
 	ck, cfg, err := readCheckpoint(dir)
 	if err != nil {
 		return nil, &InputError{err}
 	}
-	g, err := tasks.New(cfg.Graph)
+	gc := cfg.Graph
+	if budget > 0 {
+		gc.MaxBytes = budget
+	}
+	g, err := tasks.New(gc)
 	if err != nil {
-		return nil, &InputError{err}
+		return nil, inputf("%v", strings.TrimPrefix(err.Error(), "tasks: "))
 	}
 	c := &Checkpointed{Dir: dir, Kind: ck.Kind, Step: ck.Step, Config: cfg, Graph: g, Vocab: tokenizer.New(g)}
 	for _, t := range ck.Tensors {

@@ -60,7 +60,7 @@ func writePlots(dir string, s Summary) error {
 			return err
 		}
 	}
-	a, err := ReadMetrics(filepath.Join(dir, "abcd.csv"))
+	a, err := ReadMetrics(filepath.Join(dir, abcdFile))
 	if os.IsNotExist(err) {
 		return nil // no a/b/c/d: a Monte Carlo model
 	}

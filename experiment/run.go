@@ -29,6 +29,10 @@ type Options struct {
 	// AfterStep is called after each optimiser step with the steps taken
 	// (nil: none); tests use it to cancel a run at a given step.
 	AfterStep func(steps int)
+	// Warn is told, in one line, what a resume repaired in the run folder
+	// (a metrics log rebuilt from the other; checkLogs). Nil: such a resume
+	// is refused instead.
+	Warn func(msg string)
 }
 
 // Interrupted reports a run stopped by the cancellation of its context
@@ -238,6 +242,9 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 				s.NothingToDo = true
 				return s, nil
 			}
+		}
+		if err := checkLogs(cfg.Out, ck.Step, cfg.Train.LogEvery, opts.Warn); err != nil {
+			return Summary{}, err
 		}
 	}
 	out, err := openFolder(cfg.Out, cfgJSON, resumeStep, opts.Force, appliesTo(cfg.Train), cfg.TensorBoard)

@@ -39,8 +39,9 @@ type Summary struct {
 	StopCI95        *float64 `json:"stop_hitting_time_ci95,omitempty"`
 	// BestHittingTime is the best metrics row's hitting time (the lowest
 	// for the RL trainers, the closest to the limit for sft and distill),
-	// at step BestStep; for a transformer the lowest of many estimates,
-	// so biased low, with its half-width.
+	// at step BestStep; for a transformer the last estimate whose whole
+	// interval beat the best before it, chosen among noisy ones, so biased
+	// low, with its half-width.
 	BestHittingTime *float64 `json:"best_hitting_time"`
 	BestStep        int      `json:"best_step"`
 	BestCI95        *float64 `json:"best_hitting_time_ci95,omitempty"`

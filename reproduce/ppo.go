@@ -62,7 +62,7 @@ func (r *reproducer) fig6(dir string) (string, string, error) {
 	for _, c := range curves {
 		xs, ys = append(xs, c.X), append(ys, c.Y)
 	}
-	b := sweep.Band(xs, ys)
+	b := sweep.Band(xs, ys, rc.Graph.ShortestPath()) // the band stays above the shortest path
 	mean := figures.Series{Name: fmt.Sprintf("mean over %d seeds, 95%% band", ppoSeeds), X: b.X, Y: b.Mean, Lo: b.Lo, Hi: b.Hi, Band: true}
 	err := figures.Figure{Title: fmt.Sprintf("PPO on rollouts (fork baseline, horizon 2H, beta 3e-4), W=K=%d, L=%d, exact hitting time", k, l),
 		Panels: []figures.Panel{{XLabel: "step", YLabel: "exact hitting time (transitions, log scale)", LogY: true,

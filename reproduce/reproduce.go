@@ -28,6 +28,7 @@ type Result struct {
 	Entry, Claim, Paper, Measured string
 	Agrees                        string // "yes", "no" or "imprecise" (paper's statement off, the effect holds)
 	Seconds                       float64
+	Quick                         bool // run at reduced sizes (-quick)
 }
 
 // entry is one result of the paper that train reproduce regenerates.
@@ -140,7 +141,9 @@ func Check(names []string) ([]string, error) {
 }
 
 // Run runs the named entries (Check; in the paper's order) into opts.Out
-// and writes results.md. Bad names are refused before any work starts.
+// and merges their rows into its results.md: the rows of entries run
+// before, by other calls, stay (ResultsFile). Bad names and a results.md
+// it cannot read are refused before any work starts.
 func Run(ctx context.Context, names []string, opts Options) ([]Result, error) {
 	names, err := Check(names)
 	if err != nil {
@@ -149,12 +152,16 @@ func Run(ctx context.Context, names []string, opts Options) ([]Result, error) {
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("out %s: %v", opts.Out, err)
 	}
+	results := filepath.Join(opts.Out, ResultsFile)
+	before, err := readResults(results)
+	if err != nil {
+		return nil, err
+	}
 	r := &reproducer{ctx: ctx, out: opts.Out, quick: opts.Quick, log: opts.Log}
 	if r.log == nil {
 		r.log = io.Discard
 	}
 	var rows []Result
-	start := time.Now()
 	for _, e := range entries {
 		if !slices.Contains(names, e.name) {
 			continue
@@ -163,7 +170,7 @@ func Run(ctx context.Context, names []string, opts Options) ([]Result, error) {
 			opts.Started(len(rows), len(names), e.name)
 		}
 		t := time.Now()
-		row := Result{Entry: e.name, Claim: e.claim, Paper: e.paper}
+		row := Result{Entry: e.name, Claim: e.claim, Paper: e.paper, Quick: opts.Quick}
 		dir := filepath.Join(opts.Out, e.name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return rows, err
@@ -187,16 +194,20 @@ func Run(ctx context.Context, names []string, opts Options) ([]Result, error) {
 			opts.Finished(len(rows), len(names), row)
 		}
 	}
-	results := filepath.Join(opts.Out, "results.md")
-	if err := writeResults(results, rows, opts.Quick, time.Since(start), Stamp(opts.command(names), opts.Docs)); err != nil {
+	merged := mergeResults(before, rows)
+	if err := writeResults(results, merged, Stamp(opts.command(names), opts.Docs), names); err != nil {
 		return rows, err
 	}
 	if opts.Docs != "" && !opts.Quick && ranPaper(rows) {
+		if slices.ContainsFunc(merged, func(r Result) bool { return r.Quick }) {
+			fmt.Fprintf(r.log, "%s not copied to %s: it holds rows of -quick runs\n", results, opts.Docs)
+			return rows, nil
+		}
 		data, err := os.ReadFile(results)
 		if err != nil {
 			return rows, err
 		}
-		return rows, checkpoints.WriteFileAtomic(filepath.Join(opts.Docs, "results.md"), data)
+		return rows, checkpoints.WriteFileAtomic(filepath.Join(opts.Docs, ResultsFile), data)
 	}
 	return rows, nil
 }
@@ -309,23 +320,6 @@ func writeStudyPage(dir, docs string, row Result, stamp string) error {
 		}
 	}
 	return checkpoints.WriteFileAtomic(filepath.Join(docs, row.Entry+".md"), []byte(b.String()))
-}
-
-// writeResults writes the Markdown results table.
-func writeResults(path string, rows []Result, quick bool, total time.Duration, stamp string) error {
-	var b strings.Builder
-	size := "the paper's sizes unless the entry says otherwise"
-	if quick {
-		size = "reduced sizes (-quick): a smoke test, not the paper's numbers"
-	}
-	fmt.Fprintf(&b, "# Results\n\n%s At %s; %.0f s in all.\n\n", stamp, size, total.Seconds())
-	b.WriteString("| entry | claim | the paper | measured | agreement | time (s) |\n| --- | --- | --- | --- | --- | --- |\n")
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.1f |\n", r.Entry, r.Claim, r.Paper, r.Measured, r.Agrees, r.Seconds)
-	}
-	b.WriteString(paperNotes)
-	b.WriteString(studiesNote)
-	return checkpoints.WriteFileAtomic(path, []byte(b.String()))
 }
 
 // paperNotes is where the paper is imprecise, with the evidence.

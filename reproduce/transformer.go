@@ -81,7 +81,7 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 				off = append(off, a.OffCurrent)
 			}
 		}
-		b := sweep.Band(xs, ys)
+		b := sweep.Band(xs, ys, g0.ShortestPath()) // the band stays above the shortest path
 		kind := "exact"
 		if name == string(trainers.TransformerModel) {
 			kind = "Monte Carlo"

@@ -68,22 +68,31 @@ func writeFigures(dir string, groups []*Group, label []string) ([]string, error)
 }
 
 // curve is a group's hitting time against the step over its counted
-// runs (Band).
+// runs (Band), its band kept above the graph's shortest path: a hitting
+// time can be no less.
 func curve(g *Group) figures.Band {
 	var xs, ys [][]float64
+	floor := 0.0
 	for _, r := range g.Runs {
 		if r.Problem != "" {
 			continue
 		}
 		xs, ys = append(xs, r.Metrics.Column("step")), append(ys, r.Metrics.Column("hitting_time"))
+		floor = r.Config.Graph.ShortestPath()
 	}
-	return Band(xs, ys)
+	return Band(xs, ys, floor)
 }
 
 // Band is the mean of curves (xs[i], ys[i]), each with increasing x, and
 // its Student t 95% interval: at each x of any curve, over the curves that
-// have reached it (a curve that has ended keeps its last value).
-func Band(xs, ys [][]float64) figures.Band {
+// have reached it (a curve that has ended keeps its last value). The
+// interval's lower end is clipped at floor, the smallest value the
+// quantity can take (a hitting time's: the graph's shortest path,
+// tasks.Config.ShortestPath): with a few seeds the symmetric interval of a
+// positive, skewed quantity reaches below where it can be, and on a log
+// axis far below (the transformer's band dipped to 2 where the shortest
+// path is 7).
+func Band(xs, ys [][]float64, floor float64) figures.Band {
 	steps := map[float64]bool{}
 	for _, x := range xs {
 		for _, v := range x {
@@ -113,7 +122,7 @@ func Band(xs, ys [][]float64) figures.Band {
 			ci = 0
 		}
 		band.X, band.Mean = append(band.X, x), append(band.Mean, e.Mean)
-		band.Lo, band.Hi = append(band.Lo, e.Mean-ci), append(band.Hi, e.Mean+ci)
+		band.Lo, band.Hi = append(band.Lo, max(e.Mean-ci, floor)), append(band.Hi, e.Mean+ci)
 	}
 	return band
 }

@@ -148,26 +148,59 @@ func describe(settings []Setting) string {
 // named are the paths experiment.Config.Name already shows.
 var named = map[string]bool{"model": true, "train.trainer": true, "graph": true, "graph.W": true, "graph.K": true,
 	"graph.L": true, "graph.branches": true, "train.seed": true, "transformer.prompt": true,
-	"train.supervised_backward": true, "train.distill_traces": true}
+	"train.supervised_backward": true, "train.distill_traces": true, "train.train_source": true}
 
-var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._=+-]+`)
+// slugValue is a value a folder name can show as it is.
+var slugValue = regexp.MustCompile(`^[A-Za-z0-9._+-]+$`)
 
-// slug is a readable folder name: experiment.Config.Name, then every other path
-// the spec sets for this run as key=value (its last key), cut to a sane
-// length; the hash that follows it keeps names unique.
+// maxSlug bounds a slug's length; the hash that follows it keeps names
+// unique.
+const maxSlug = 100
+
+// slug is a readable folder name that states only what is true of the
+// resolved configuration c: experiment.Config.Name, then every other path
+// the spec sets for this run as key=value (its last key), the value read
+// from c, not from the spec (a value the configuration resolves otherwise
+// is shown as it resolved). A value a folder name cannot show as it is (an
+// object, a string with a slash or a space) is left out, and so are the
+// parts past maxSlug characters: whole parts, never a cut value.
 func slug(c experiment.Config, settings []Setting) string {
-	parts := []string{c.Name()}
+	name := c.Name()
+	tree, err := toTree(c)
+	if err != nil {
+		return name
+	}
 	for _, s := range settings {
 		if named[s.Path] {
 			continue
 		}
-		parts = append(parts, s.Path[strings.LastIndex(s.Path, ".")+1:]+"="+plain(s.Value))
+		v, ok := lookup(tree, s.Path)
+		if !ok || !slugValue.MatchString(v) {
+			continue
+		}
+		part := "-" + s.Path[strings.LastIndex(s.Path, ".")+1:] + "=" + v
+		if len(name)+len(part) > maxSlug {
+			break
+		}
+		name += part
 	}
-	name := unsafeChars.ReplaceAllString(strings.Join(parts, "-"), "_")
-	if len(name) > 100 {
-		name = name[:100]
+	return name
+}
+
+// lookup is the value at path of a configuration's JSON tree, printed as
+// plain does (a string without its quotes).
+func lookup(tree map[string]any, path string) (string, bool) {
+	var v any = tree
+	for _, seg := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		if v, ok = m[seg]; !ok {
+			return "", false
+		}
 	}
-	return strings.Trim(name, "_-.")
+	return plain(mustMarshal(v)), true
 }
 
 // Keep narrows the plan to the runs keep accepts; they keep their indices,

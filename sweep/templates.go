@@ -1,6 +1,8 @@
 package sweep
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"path"
 	"regexp"
@@ -52,7 +54,8 @@ func perTask(p *Plan, tasks int, unit string) string {
 	return fmt.Sprintf("%d %ses, each a shard of the runs (%s i trains the runs whose index is i modulo %d)", tasks, unit, unit, tasks)
 }
 
-// quote makes a word safe for a shell.
+// quote makes a word safe for a shell: as it is when it is plain, else
+// single-quoted (checkText keeps line breaks out of every word).
 func quote(s string) string {
 	if regexp.MustCompile(`^[A-Za-z0-9_./:=+-]+$`).MatchString(s) {
 		return s
@@ -60,43 +63,61 @@ func quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// directiveQuote makes a value one argument of an #SBATCH line, as sbatch
+// reads it: as it is when it is plain, else double-quoted with '\' and
+// '"' escaped (sbatch honours quotes and backslashes there, and reads an
+// unquoted '#' as the start of a comment).
+func directiveQuote(s string) string {
+	if regexp.MustCompile(`^[A-Za-z0-9_./:=+%,@-]+$`).MatchString(s) {
+		return s
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
 // SlurmScript is an sbatch script running the plan as a job array. Slurm
 // sends USR1 to the batch shell 120 s before the time limit
 // (--signal=B:USR1@120): the shell passes SIGTERM to train, whose runs
 // write their checkpoints, and requeues the task (--requeue), which then
 // resumes them. A plain SIGTERM (scancel) stops the runs the same way
-// without requeueing.
-func SlurmScript(p *Plan, c Cluster) string {
+// without requeueing. Every value is checked (checkSlurm) and written in
+// the quoting of its line: the shell's on command lines and comments,
+// sbatch's on #SBATCH lines.
+func SlurmScript(p *Plan, c Cluster) (string, error) {
+	if err := c.checkSlurm(p); err != nil {
+		return "", err
+	}
 	n := c.tasks(p)
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/bash\n")
-	fmt.Fprintf(&b, "# Sweep %s: %d runs of %s, %s.\n", p.Spec.Name, len(p.Runs), c.Spec, perTask(p, n, "array task"))
-	fmt.Fprintf(&b, "# Submit with: sbatch THIS_FILE. Afterwards: %s aggregate %s\n", c.Binary, p.Out)
+	fmt.Fprintf(&b, "# Sweep %s: %d runs of %s, %s.\n", quote(p.Spec.Name), len(p.Runs), quote(c.Spec), perTask(p, n, "array task"))
+	fmt.Fprintf(&b, "# Submit with: sbatch THIS_FILE. Afterwards: %s aggregate %s\n", quote(c.Binary), quote(p.Out))
 	fmt.Fprintf(&b, "# A task run again (requeued, or the script submitted again) skips finished runs and resumes the others\n")
 	fmt.Fprintf(&b, "# from their checkpoints; train sweep reads its shard from SLURM_ARRAY_TASK_ID.\n")
-	directive := func(format string, args ...any) { fmt.Fprintf(&b, "#SBATCH "+format+"\n", args...) }
-	directive("--job-name=%s", jobName(p.Spec.Name))
+	directive := func(option, value string) { fmt.Fprintf(&b, "#SBATCH --%s=%s\n", option, directiveQuote(value)) }
+	directive("job-name", jobName(p.Spec.Name))
 	array := fmt.Sprintf("0-%d", n-1)
 	if c.Parallel > 0 {
 		array += "%" + strconv.Itoa(c.Parallel)
 	}
-	directive("--array=%s", array)
-	directive("--ntasks=1")
-	directive("--cpus-per-task=%d", c.cpus())
+	directive("array", array)
+	directive("ntasks", "1")
+	directive("cpus-per-task", strconv.Itoa(c.cpus()))
 	if c.Mem != "" {
-		directive("--mem=%s", c.Mem)
+		directive("mem", c.Mem)
 	}
 	if c.Time != "" {
-		directive("--time=%s", c.Time)
+		directive("time", c.Time)
 	}
 	if c.Partition != "" {
-		directive("--partition=%s", c.Partition)
+		directive("partition", c.Partition)
 	}
-	directive("--chdir=%s", c.Dir)
-	directive("--output=%s", path.Join(p.Out, "slurm-%A_%a.out"))
-	directive("--open-mode=append")
-	directive("--signal=B:USR1@120")
-	directive("--requeue")
+	directive("chdir", c.Dir)
+	// %A and %a are Slurm's job and task ids in a file name; a '%' of the
+	// folder is written %%.
+	directive("output", path.Join(strings.ReplaceAll(p.Out, "%", "%%"), "slurm-%A_%a.out"))
+	directive("open-mode", "append")
+	directive("signal", "B:USR1@120")
+	b.WriteString("#SBATCH --requeue\n")
 	fmt.Fprintf(&b, "\n%s sweep %s -out %s -jobs %d &\n", quote(c.Binary), quote(c.Spec), quote(p.Out), c.cpus())
 	b.WriteString(`pid=$!
 requeue=0
@@ -112,7 +133,7 @@ if [ "$requeue" = 1 ] && [ "$code" = 143 ]; then
 fi
 exit "$code"
 `)
-	return b.String()
+	return b.String(), nil
 }
 
 // KubernetesJob is an Indexed Job manifest running the plan: completion
@@ -120,80 +141,82 @@ exit "$code"
 // pod is replaced by one with the same index (backoffLimitPerIndex), which
 // resumes its runs; a pod evicted or preempted is replaced without
 // counting as a failure, and bad input (exit 2) fails its index at once.
-func KubernetesJob(p *Plan, c Cluster) string {
+// The manifest is built as data and encoded as JSON, which is YAML too
+// (kubectl reads either), after comment lines whose values are JSON
+// strings: every value is checked (checkKubernetes) and stays one value.
+func KubernetesJob(p *Plan, c Cluster) (string, error) {
+	if c.Mount == "" {
+		c.Mount = "/sweep"
+	}
+	if err := c.checkKubernetes(p); err != nil {
+		return "", err
+	}
 	n := c.tasks(p)
 	parallel := n
 	if c.Parallel > 0 {
 		parallel = min(c.Parallel, n)
 	}
-	mount := c.Mount
-	if mount == "" {
-		mount = "/sweep"
+	out := c.claimPath(p.Out)
+	command := []string{c.Binary, "sweep", path.Join(c.Mount, path.Base(c.Spec)), "-out", path.Join(c.Mount, out), "-jobs", strconv.Itoa(c.cpus())}
+	resources := obj{"cpu": strconv.Itoa(c.cpus())}
+	if c.Mem != "" {
+		resources["memory"] = c.Mem
 	}
-	out := p.Out
-	if path.IsAbs(out) {
-		out = path.Base(out)
+	job := obj{
+		"apiVersion": "batch/v1",
+		"kind":       "Job",
+		"metadata":   obj{"name": jobName(p.Spec.Name)},
+		"spec": obj{
+			"completionMode":       "Indexed",
+			"completions":          n,
+			"parallelism":          parallel,
+			"backoffLimitPerIndex": 3,
+			"podFailurePolicy": obj{"rules": []obj{
+				{"action": "FailIndex", "onExitCodes": obj{"containerName": "train", "operator": "In", "values": []int{2}}},
+				{"action": "Ignore", "onPodConditions": []obj{{"type": "DisruptionTarget"}}},
+			}},
+			"template": obj{"spec": obj{
+				"restartPolicy":                 "Never",
+				"terminationGracePeriodSeconds": 120,
+				"containers": []obj{{
+					"name":         "train",
+					"image":        c.Image,
+					"command":      command,
+					"env":          []obj{{"name": ShardsEnv, "value": strconv.Itoa(n)}},
+					"resources":    obj{"requests": resources, "limits": resources},
+					"volumeMounts": []obj{{"name": "sweep", "mountPath": c.Mount}},
+				}},
+				"volumes": []obj{{"name": "sweep", "persistentVolumeClaim": obj{"claimName": c.Claim}}},
+			}},
+		},
 	}
-	args := []string{c.Binary, "sweep", path.Join(mount, path.Base(c.Spec)), "-out", path.Join(mount, out), "-jobs", strconv.Itoa(c.cpus())}
-	for i, a := range args {
-		args[i] = strconv.Quote(a)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# Sweep %s: %d runs of %s, %s.\n", jsonQuote(p.Spec.Name), len(p.Runs), jsonQuote(path.Base(c.Spec)), perTask(p, n, "completion index"))
+	fmt.Fprintf(&b, "# The image holds the train binary; the claim %s holds the spec at its root and receives the run\n", jsonQuote(c.Claim))
+	fmt.Fprintf(&b, "# folders under %s. kubectl apply -f THIS_FILE; afterwards train aggregate on that folder.\n", jsonQuote(out))
+	b.WriteString("# Exit code 2 (bad input) fails its index at once: the same index would fail again. A pod evicted or\n")
+	b.WriteString("# preempted (DisruptionTarget) is replaced without counting as a failure and resumes from the checkpoints.\n")
+	b.WriteString("# On SIGTERM every running run writes its checkpoint (terminationGracePeriodSeconds). Kubernetes sets\n")
+	fmt.Fprintf(&b, "# JOB_COMPLETION_INDEX; %s is the Job's completions. JSON, which is YAML too.\n", ShardsEnv)
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(job); err != nil {
+		return "", err
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Sweep %s: %d runs of %s, %s.\n", p.Spec.Name, len(p.Runs), path.Base(c.Spec), perTask(p, n, "completion index"))
-	fmt.Fprintf(&b, "# The image holds the train binary; the claim %s holds the spec at its root and receives the run\n", c.Claim)
-	fmt.Fprintf(&b, "# folders under %s. kubectl apply -f THIS_FILE; afterwards train aggregate on that folder.\n", out)
-	fmt.Fprintf(&b, `apiVersion: batch/v1
-kind: Job
-metadata:
-  name: %s
-spec:
-  completionMode: Indexed
-  completions: %d
-  parallelism: %d
-  backoffLimitPerIndex: 3
-  podFailurePolicy:
-    rules:
-    - action: FailIndex # bad input (exit 2): the same index would fail again
-      onExitCodes:
-        containerName: train
-        operator: In
-        values: [2]
-    - action: Ignore # evicted or preempted: the replacement pod resumes from the checkpoints
-      onPodConditions:
-      - type: DisruptionTarget
-  template:
-    spec:
-      restartPolicy: Never
-      terminationGracePeriodSeconds: 120 # SIGTERM: every running run writes its checkpoint
-      containers:
-      - name: train
-        image: %s
-        command: [%s]
-        env:
-        - name: %s # JOB_COMPLETION_INDEX is set by Kubernetes; this is the Job's completions
-          value: "%d"
-        resources:
-          requests:
-            cpu: "%d"%s
-          limits:
-            cpu: "%d"%s
-        volumeMounts:
-        - name: sweep
-          mountPath: %s
-      volumes:
-      - name: sweep
-        persistentVolumeClaim:
-          claimName: %s
-`, jobName(p.Spec.Name), n, parallel, c.Image, strings.Join(args, ", "), ShardsEnv, n,
-		c.cpus(), memLine(c.Mem), c.cpus(), memLine(c.Mem), mount, c.Claim)
-	return b.String()
+	return b.String(), nil
 }
 
-func memLine(mem string) string {
-	if mem == "" {
-		return ""
-	}
-	return "\n            memory: " + mem
+// obj is a JSON object of a manifest (encoding/json sorts its keys).
+type obj = map[string]any
+
+// jsonQuote is s as a JSON (and YAML) string.
+func jsonQuote(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // jobName is a valid Slurm job name and Kubernetes object name (RFC 1123:

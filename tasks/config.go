@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -44,6 +45,18 @@ func (c Config) Shape() [][]int {
 		}
 	}
 	return s
+}
+
+// ShortestPath is the fewest transitions from s0 -> f to a leaf,
+// 2 min_i k_i + 1 (into the shallowest branch, across its k diamonds and
+// k-1 connectors, to its leaf): no hitting time, exact or estimated, of
+// any policy is below it.
+func (c Config) ShortestPath() float64 {
+	k := math.MaxInt
+	for _, b := range c.Shape() {
+		k = min(k, len(b))
+	}
+	return float64(2*k + 1)
 }
 
 // Homogeneous reports whether every branch has the same depth and every
@@ -116,7 +129,7 @@ func (c Config) Validate() error {
 	budget := c.Budget()
 	if est := EstimateBytes(states, transitions); est > float64(budget) {
 		return fmt.Errorf("tasks: graph too large: %.0f states and %.0f transitions need about %s, over the budget of %s (max_bytes)",
-			states, transitions, humanBytes(est), humanBytes(float64(budget)))
+			states, transitions, HumanBytes(est), HumanBytes(float64(budget)))
 	}
 	return nil
 }
@@ -164,7 +177,8 @@ func EstimateBytes(states, transitions float64) float64 {
 	return states*perState + transitions*perTransition
 }
 
-func humanBytes(b float64) string {
+// HumanBytes prints a number of bytes with a binary unit: 1.5 GiB.
+func HumanBytes(b float64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 	i := 0
 	for b >= 1024 && i < len(units)-1 {

@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"time"
 
 	G "gorgonia.org/gorgonia"
 
@@ -221,23 +220,6 @@ func TestGroupOfTheBatchIsREINFORCE(t *testing.T) {
 		gt.Close()
 		rt.Close()
 	}
-}
-
-// TestGRPOConverges: GRPO on the bigram at W=K=5, L=3 from the pretrained
-// bigram reaches within 5% of the limit, 99.
-func TestGRPOConverges(t *testing.T) {
-	if testing.Short() {
-		t.Skip("several seconds")
-	}
-	g := graph(t, tasks.Config{W: 5, K: 5, L: 3})
-	cfg := Defaults(GRPO, BigramModel)
-	cfg.Until, cfg.Steps = 0.05, 1500
-	start := time.Now()
-	tr, last := run(t, cfg, g, nil, nil)
-	if tr.Stop() != StopUntil || math.Abs(last.HittingTime-99) > 0.05*99 {
-		t.Errorf("final hitting time %v after %d steps (stop %s), want within 5%% of 99", last.HittingTime, tr.Steps(), tr.Stop())
-	}
-	t.Logf("grpo: hitting time %.4g after %d steps, %d tokens, %v", last.HittingTime, tr.Steps(), last.Tokens, time.Since(start).Round(time.Millisecond))
 }
 
 // TestGroupTrainersOnTheTransformer: each group-relative trainer, with the

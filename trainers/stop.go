@@ -88,14 +88,17 @@ func (t *Trainer) distance(r Row) float64 {
 
 // track records row in the run's progress and reports whether the run has
 // run out of patience: Config.Patience steps without a new best and, under
-// lr_decay plateau, every halving spent (a halving restarts the clock).
+// lr_decay plateau, every halving spent (a halving restarts the clock). A
+// new best is a better distance, or for a Monte Carlo row one better by
+// more than its 95% half-width: once a transformer's estimates only
+// fluctuate, its patience runs out instead of waiting for lucky draws.
 func (t *Trainer) track(row Row) bool {
 	p := &t.prog
-	if d := t.distance(row); !p.Measured || d < p.Best-improveTol*math.Abs(p.Best) {
-		ci := 0.0
-		if row.Estimated && !math.IsNaN(row.HittingTimeCI95) {
-			ci = row.HittingTimeCI95
-		}
+	ci := 0.0 // a Monte Carlo row is a new best when its whole interval is
+	if row.Estimated && !math.IsNaN(row.HittingTimeCI95) {
+		ci = row.HittingTimeCI95 // below the best: noise is no progress
+	}
+	if d := t.distance(row); !p.Measured || d+ci < p.Best-improveTol*math.Abs(p.Best) {
 		*p = progress{Measured: true, Best: d, BestStep: t.done, BestHitting: nullable(row.HittingTime), BestCI95: ci, Since: t.done, Halvings: p.Halvings}
 		if c, ok := t.l.(tensorCopier); ok && t.cfg.Patience > 0 {
 			t.best = c.copyTensors(t.best)
@@ -176,8 +179,9 @@ func (t *Trainer) endAtBest(ctx context.Context, row Row) (Row, error) {
 
 // Best is the run's best metrics row so far: its step, hitting time and,
 // for a Monte Carlo learner, its 95% half-width (0 when exact). A Monte
-// Carlo best is the lowest of many estimates, so it is biased low: the
-// run's final value (Trainer.Final) is measured afresh.
+// Carlo best is the last row whose whole interval beat the best before it,
+// chosen among noisy estimates, so biased low: the run's final value
+// (Trainer.Final) is measured afresh.
 func (t *Trainer) Best() (step int, hitting, ci95 float64) {
 	if !t.prog.Measured {
 		return 0, math.NaN(), math.NaN()

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -136,5 +137,57 @@ func TestEstimatedStopRule(t *testing.T) {
 		if got := tr.converged(c.r); got != c.want {
 			t.Errorf("%s, %.4g ± %.3g (success %v): converged %v, want %v", c.k, c.r.HittingTime, c.r.HittingTimeCI95, c.r.MCSuccessRate, got, c.want)
 		}
+	}
+}
+
+// TestDefaultRunsEndAtTheirBest: with its defaults, every RLVR trainer and
+// distillation on the bigram, and PPO on the transformer, on a small graph
+// stop by themselves (their rule, or a plateau with their best
+// parameters) and end at most 1% above the best hitting time they reached
+// (W=3, K=2, L=2 keeps the group-relative trainers' plateaus short).
+// The bigram's hitting times are exact; the transformer's final value is
+// measured afresh and its best row is chosen among noisy estimates, so
+// there the two intervals must leave room for the 1%.
+func TestDefaultRunsEndAtTheirBest(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	teacher := eval.PolicyRLVRLimit(g)
+	type tc struct {
+		m Model
+		k Kind
+	}
+	cases := []tc{{BigramModel, RLVRExact}, {BigramModel, Distill}, {BigramModel, Reinforce}, {BigramModel, PPO}, {BigramModel, GRPO}, {BigramModel, RLOO}, {BigramModel, DrGRPO}}
+	if !testing.Short() {
+		cases = append(cases, tc{TransformerModel, PPO})
+	}
+	for _, c := range cases {
+		t.Run(string(c.m)+"/"+string(c.k), func(t *testing.T) {
+			cfg := Defaults(c.k, c.m)
+			s := Setup{Model: c.m, Teacher: teacher}
+			if c.m == TransformerModel {
+				s.Transformer = DefaultTransformerOptions(c.k)
+			}
+			tr, err := New(cfg, g, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			if _, err := tr.Run(context.Background(), Hooks{}); err != nil {
+				t.Fatal(err)
+			}
+			f, err := tr.Final(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			step, best, bestCI := tr.Best()
+			switch stop := tr.Stop(); {
+			case stop != StopUntil && stop != StopPlateau && stop != StopOptimum:
+				t.Errorf("stopped by %s at step %d, want its rule or a plateau", stop, tr.Steps())
+			case !f.Estimated && f.HittingTime > 1.01*best:
+				t.Errorf("final hitting time %.6g, more than 1%% above the best %.6g (step %d)", f.HittingTime, best, step)
+			case f.Estimated && f.HittingTime-f.CI95 > 1.01*(best+bestCI):
+				t.Errorf("final hitting time %.6g ± %.3g, more than 1%% above the best %.6g ± %.3g (step %d)", f.HittingTime, f.CI95, best, bestCI, step)
+			}
+			t.Logf("%s after %d steps: final %.6g (step %d), best %.6g (step %d), limit %v", tr.Stop(), tr.Steps(), f.HittingTime, f.Step, best, step, tr.Limit())
+		})
 	}
 }

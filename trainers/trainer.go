@@ -254,6 +254,9 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 				t.stop = StopTokens
 			case overBudget && t.done < t.cfg.Steps:
 				t.stop = StopMemory
+				if row, err = t.endAtBest(ctx, row); err != nil { // it diverged: back to where it was best
+					return row, err
+				}
 			default:
 				t.stop = StopSteps
 			}

@@ -333,6 +333,10 @@
 //	-json                  one JSON object: run, model, trainer, step, graph, seed,
 //	                       horizon, rollouts [{target, golden, tokens, transitions,
 //	                       hit, shortest, probs}]
+//	-max-bytes N           memory budget, as for run (default 3/4 of the machine):
+//	                       a checkpoint, graph or rollout (-horizon) that would
+//	                       not fit is refused before the first rollout; rollouts
+//	                       are printed as they are drawn, whatever -n is
 //
 // train export DIR flags:
 //
@@ -343,7 +347,9 @@
 //	ids of each logit or entry of B, int64; for a dense bigram the valid ones),
 //	a bigram's probs (one per transition), vocab (token names by id), step and
 //	config (JSON text).
-//	-out FILE              the file to write (default DIR/model.npz)
+//	-out FILE              the file to write (default DIR/model.npz); a folder, or
+//	                       a missing folder, is refused
+//	-max-bytes N           memory budget, as for run: refused before writing
 //
 // train sweep SPEC.json flags:
 //

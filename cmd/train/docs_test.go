@@ -62,16 +62,25 @@ var (
 	progressLine = regexp.MustCompile(`^step \d+/\d+ `)
 )
 
+// firstAndLastProgress drops the progress lines between a run's first and
+// last: how many there are depends on the machine (one a second).
+func firstAndLastProgress(lines []string) []string {
+	var out []string
+	for i, l := range lines {
+		if progressLine.MatchString(l) && i > 0 && progressLine.MatchString(lines[i-1]) && i+1 < len(lines) && progressLine.MatchString(lines[i+1]) {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
 // normalizeOutput is what a checked example compares: the lines of the
 // output with durations and rates masked, and of a run's progress lines
 // (one a second) only the first and the last.
 func normalizeOutput(text string) []string {
 	var out []string
-	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
-	for i, l := range lines {
-		if progressLine.MatchString(l) && i > 0 && progressLine.MatchString(lines[i-1]) && i+1 < len(lines) && progressLine.MatchString(lines[i+1]) {
-			continue
-		}
+	for _, l := range firstAndLastProgress(strings.Split(strings.TrimRight(text, "\n"), "\n")) {
 		out = append(out, timed.ReplaceAllString(strings.TrimRight(l, " "), "<t>"))
 	}
 	return out
@@ -132,7 +141,7 @@ func TestDocOutputs(t *testing.T) {
 				continue
 			}
 			if *update {
-				repl := strings.Split(strings.TrimRight(got, "\n"), "\n")
+				repl := firstAndLastProgress(strings.Split(strings.TrimRight(got, "\n"), "\n"))
 				lines = append(lines[:b.start], append(repl, lines[b.end:]...)...)
 				changed = true
 				continue

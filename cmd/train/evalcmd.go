@@ -60,7 +60,8 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	ckpt := fs.String("checkpoint", "", "evaluate the model checkpointed in this run folder (its graph and setting come from the checkpoint)")
 	showProbs := fs.Bool("probs", false, "also print every state's transition probabilities (a Markov policy's)")
 	trainSource := fs.Bool("train-source", false, "the optimum of the setting in which RLVR trains the source row s0 -> f (default: it stays uniform)")
-	if err := parse(fs, args, stdout); err != nil {
+	err := parse(fs, args, stdout)
+	if err != nil {
 		return err
 	}
 	set := map[string]bool{}
@@ -68,7 +69,12 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if *ckpt != "" && (set["W"] || set["K"] || set["L"] || set["branches"] || set["policy"] || set["train-source"]) {
 		return usagef("eval: -checkpoint takes its graph, policy and setting from the run folder: drop -W, -K, -L, -branches, -policy and -train-source")
 	}
-	cfg, err := gf.config(fs)
+	var cfg tasks.Config // -checkpoint: the run's graph, within this budget
+	if *ckpt == "" {
+		cfg, err = gf.config(fs)
+	} else {
+		cfg.MaxBytes, err = resolveBudget(fs, gf.maxBytes)
+	}
 	if err != nil {
 		return err
 	}
@@ -86,8 +92,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	var g *tasks.Graph
 	var probs []float64
+	var steps *evalSteps
 	if *ckpt != "" {
-		c, err := experiment.Open(*ckpt)
+		c, err := experiment.Open(*ckpt, cfg.MaxBytes)
 		if err != nil {
 			return usagef("eval: -checkpoint %s: %v", *ckpt, err)
 		}
@@ -100,7 +107,14 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		}
 		g, probs, *trainSource = c.Graph, c.Probs, c.Config.Train.TrainSource
 		*policy = "checkpoint " + *ckpt
+		if steps, err = planEval(stderr, g.Config, *showProbs); err != nil {
+			return err
+		}
 	} else {
+		if steps, err = planEval(stderr, cfg, *showProbs); err != nil {
+			return err
+		}
+		steps.say("building the graph")
 		if g, err = tasks.New(cfg); err != nil {
 			return err
 		}
@@ -108,7 +122,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	rep, err := analysePolicy(g, probs, *policy, *trainSource)
+	rep, err := analysePolicy(g, probs, *policy, *trainSource, steps)
 	if err != nil {
 		return err
 	}
@@ -123,33 +137,38 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *mc > 0 {
+		steps.say(fmt.Sprintf("%d Monte Carlo rollouts", *mc))
 		sp, err := eval.NewSampler(g, probs)
 		if err != nil {
 			return err
 		}
-		var res eval.MCResult
-		if *search {
-			res, err = sp.SearchMonteCarlo(context.Background(), *mc, *horizon, *seed)
-		} else {
-			res, err = sp.MonteCarlo(context.Background(), *mc, *horizon, *seed)
-		}
+		res, err := interruptible("Monte Carlo", *mc, func(ctx context.Context) (eval.MCResult, error) {
+			if *search {
+				return sp.SearchMonteCarlo(ctx, *mc, *horizon, *seed)
+			}
+			return sp.MonteCarlo(ctx, *mc, *horizon, *seed)
+		})
 		if err != nil {
 			return err
 		}
 		rep.MC, rep.SearchAgent = &res, *search
 	}
+	steps.say("writing the report")
 	if *asJSON {
 		return writeJSON(stdout, rep, rep.MC)
 	}
 	return writeText(stdout, rep)
 }
 
-// analysePolicy runs the exact analysis of a Markov policy on g.
-func analysePolicy(g *tasks.Graph, probs []float64, name string, trainSource bool) (*evalReport, error) {
+// analysePolicy runs the exact analysis of a Markov policy on g, saying
+// which step it is in (steps nil: nothing said).
+func analysePolicy(g *tasks.Graph, probs []float64, name string, trainSource bool, steps *evalSteps) (*evalReport, error) {
+	steps.say("solving the hitting times")
 	res, err := eval.NewAnalyzer(g).Analyze(probs)
 	if err != nil {
 		return nil, err
 	}
+	steps.say("a, b, c, d per copy; the theory (the exact RLVR optimum and its certificate)")
 	rep := &evalReport{
 		Graph: g.Config.Name(), Policy: name,
 		States: g.NumStates(), Transitions: len(g.Next),
@@ -157,6 +176,7 @@ func analysePolicy(g *tasks.Graph, probs []float64, name string, trainSource boo
 		ABCD: eval.ABCDTable(g, probs), Theory: eval.Predict(g, trainSource),
 		Entry: append([]float64(nil), probs[g.Offsets[0]:g.Offsets[1]]...),
 	}
+	steps.say("the visit counts and a, b, c, d weighted by visits")
 	rep.ABCDVisits, _, rep.ABCDVisitsMean = res.VisitABCD()
 	_, rep.ABCDMean = eval.PerCopyMeans(rep.ABCD)
 	return rep, nil

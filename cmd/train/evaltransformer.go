@@ -59,7 +59,9 @@ func evalTransformer(c *experiment.Checkpointed, o agentEval, w, stderr io.Write
 		o.horizon = c.Trainer.Horizon()
 	}
 	g := c.Graph
-	res, err := eval.AgentMonteCarlo(context.Background(), g, c.Agents(), o.n, o.horizon, o.seed)
+	res, err := interruptible("Monte Carlo", o.n, func(ctx context.Context) (eval.MCResult, error) {
+		return eval.AgentMonteCarlo(ctx, g, c.Agents(), o.n, o.horizon, o.seed)
+	})
 	if err != nil {
 		return err
 	}

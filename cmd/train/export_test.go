@@ -62,7 +62,7 @@ func TestExportNumpy(t *testing.T) {
 				t.Fatalf("export: exit %d: %s", code, errs)
 			}
 			got := numpyDump(t, file)
-			c, err := experiment.Open(dir)
+			c, err := experiment.Open(dir, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

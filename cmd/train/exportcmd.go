@@ -1,41 +1,55 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"path/filepath"
 
 	"github.com/rlvr-backtrack/backtrack/checkpoints"
 	"github.com/rlvr-backtrack/backtrack/experiment"
+	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
 // runExport writes a run folder's checkpointed model as an .npz file
-// (experiment.Checkpointed.Arrays), atomically.
+// (experiment.Checkpointed.Arrays), atomically. The output path and the
+// memory it takes are checked before anything is read or written; every
+// refusal is one line, exit 2.
 func runExport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("export")
 	out := fs.String("out", "", "the .npz file to write (default DIR/"+experiment.ExportFile+")")
+	maxBytes := maxBytesFlag(fs)
 	dir, err := parseDir(fs, args, stdout)
 	if err != nil {
 		return err
 	}
-	c, err := experiment.Open(dir)
+	budget, err := resolveBudget(fs, *maxBytes)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = filepath.Join(dir, experiment.ExportFile)
+	}
+	if err := checkOutFile("export", "out", *out); err != nil {
+		return err
+	}
+	c, err := experiment.Open(dir, budget)
 	if err != nil {
 		return usagef("export: %s: %v", dir, err)
 	}
 	defer c.Close()
-	if *out == "" {
-		*out = filepath.Join(dir, experiment.ExportFile)
+	if err := overBudget("export", "writing the arrays", c.ArraysBytes(), tasks.EstimateBytes(c.Graph.Config.Size()), budget); err != nil {
+		return err
 	}
 	arrays := c.Arrays()
-	var buf bytes.Buffer
-	if err := checkpoints.WriteNPZ(&buf, arrays); err != nil {
-		return err
+	counted := &countingWriter{}
+	err = checkpoints.WriteAtomic(*out, func(w io.Writer) error {
+		counted.w = w
+		return checkpoints.WriteNPZ(counted, arrays)
+	})
+	if err != nil {
+		return usagef("export: -out %s: %v", *out, pathless(err))
 	}
-	if err := checkpoints.WriteFileAtomic(*out, buf.Bytes()); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%s: %s model at step %d -> %s (%d bytes):\n", dir, c.Kind, c.Step, *out, buf.Len())
+	fmt.Fprintf(stdout, "%s: %s model at step %d -> %s (%d bytes):\n", dir, c.Kind, c.Step, *out, counted.n)
 	for _, a := range arrays {
 		kind := map[bool]string{true: "float64"}[a.Float != nil]
 		if a.Int != nil {
@@ -46,4 +60,16 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  %-12s %-7s %v\n", a.Name, kind, a.Shape)
 	}
 	return nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

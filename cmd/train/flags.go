@@ -138,18 +138,12 @@ func (g *graphFlags) register(fs *flag.FlagSet, def tasks.Config) {
 
 // config resolves the flags into a validated graph configuration.
 func (g *graphFlags) config(fs *flag.FlagSet) (tasks.Config, error) {
-	if g.maxBytes < 0 {
-		return tasks.Config{}, usagef("%s: -max-bytes %d: want >= 0 (0: 3/4 of the machine's memory)", fs.Name(), g.maxBytes)
+	budget, err := resolveBudget(fs, g.maxBytes)
+	if err != nil {
+		return tasks.Config{}, err
 	}
-	budget := g.maxBytes
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["max-bytes"] && budget == 0 {
-		return tasks.Config{}, usagef("%s: -max-bytes 0: want a budget in bytes >= 1 (leave it out for 3/4 of the machine's memory)", fs.Name())
-	}
-	if budget == 0 {
-		budget = defaultMaxBytes()
-	}
 	c := tasks.Config{W: g.w, K: g.k, L: g.l, MaxBytes: budget}
 	if set["branches"] && g.branches == "" {
 		return c, usagef(`%s: -branches "": want a branch spec such as "2,2,3;5,1"`, fs.Name())

@@ -6,6 +6,10 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
 )
 
 // usageError marks bad input: the command exits 2 after a one-line message.
@@ -18,36 +22,60 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
+// warner writes one-line warnings to w ("train: warning: ..."), one at a
+// time: a sweep's runs share it.
+func warner(w io.Writer) func(msg string) {
+	var mu sync.Mutex
+	return func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "train: warning: %s\n", msg)
+	}
+}
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // run dispatches a subcommand and returns the process exit code: 0 on
-// success, 2 on bad input, 1 on any other failure.
+// success, 2 on bad input, 1 on any other failure. The error is printed on
+// one line (singleLine).
 func run(args []string, stdout, stderr io.Writer) int {
 	err := dispatch(args, stdout, stderr)
+	if err == nil || errors.Is(err, errHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "train: %s\n", singleLine(err.Error()))
+	var in interrupted
+	var sig signalled
 	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, errHelp):
-		return 0
-	case errors.As(err, new(interrupted)):
-		var in interrupted
-		errors.As(err, &in)
-		fmt.Fprintf(stderr, "train: %v\n", err)
+	case errors.As(err, &in):
 		return 128 + int(in.sig)
-	case errors.As(err, new(signalled)):
-		var sig signalled
-		errors.As(err, &sig)
-		fmt.Fprintf(stderr, "train: %v\n", err)
+	case errors.As(err, &sig):
 		return 128 + int(sig.sig)
 	case errors.As(err, new(usageError)):
-		fmt.Fprintf(stderr, "train: %v\n", err)
 		return 2
-	default:
-		fmt.Fprintf(stderr, "train: %v\n", err)
-		return 1
 	}
+	return 1
+}
+
+// singleLine escapes the control characters of a message (as Go's %q does: a
+// line break in a flag's name or a path is printed \n), so that an error
+// stays one line whatever the input it names.
+func singleLine(msg string) string {
+	if !strings.ContainsFunc(msg, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }) {
+		return msg
+	}
+	var b strings.Builder
+	for _, r := range msg {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 var errHelp = errors.New("help shown")

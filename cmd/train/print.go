@@ -49,7 +49,7 @@ func printSummary(w io.Writer, s experiment.Summary) {
 	if s.BestHittingTime != nil && (s.BestStep != s.FinalStep || s.StopHittingTime != nil) {
 		note := ""
 		if s.StopHittingTime != nil {
-			note = ", the lowest of many estimates (biased low)"
+			note = ", chosen among noisy estimates (biased low)"
 		}
 		fmt.Fprintf(w, "  %-28s %14s   at step %d%s\n", "best row", estimate(s.BestHittingTime, s.BestCI95, nil), s.BestStep, note)
 	}

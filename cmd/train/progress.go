@@ -66,12 +66,16 @@ func (p *progress) start(cfg experiment.Config, done int, limit float64) {
 		}
 		return
 	}
+	// The bar's own time prediction assumes a steady rate of units (it
+	// says 0s left at 0%); the run's way is on a log scale: the time left
+	// is estimated in the description instead (describe), once there is
+	// some way behind. The bar stays on its line at the end.
 	p.bar = progressbar.NewOptions(barUnits,
 		progressbar.OptionSetWriter(p.w),
 		progressbar.OptionSetWidth(20),
-		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionSetPredictTime(false),
+		progressbar.OptionSetElapsedTime(true),
 		progressbar.OptionThrottle(0), // update throttles, so every render shows one row
-		progressbar.OptionClearOnFinish(),
 	)
 	p.bar.Describe(fmt.Sprintf("step %d/%d %s", done, p.total, what))
 	p.bar.RenderBlank()
@@ -178,10 +182,16 @@ func (p *progress) update(r trainers.Row) {
 	}
 }
 
-// render shows the latest row: its step and value together.
+// render shows the latest row: its step and value together, and the time
+// left at the pace so far once 1% of the way is behind.
 func (p *progress) render() {
-	p.bar.Describe(p.describe(p.row))
-	p.bar.Set(int(barUnits * p.fraction(p.row)))
+	f := p.fraction(p.row)
+	text := p.describe(p.row)
+	if elapsed := time.Since(p.began); f >= 0.01 && f < 1 {
+		text += " ~" + (time.Duration(float64(elapsed) * (1 - f) / f)).Round(time.Second).String() + " left"
+	}
+	p.bar.Describe(text)
+	p.bar.Set(int(barUnits * f))
 	p.last = time.Now()
 }
 
@@ -191,8 +201,13 @@ func (p *progress) log() {
 	if r.Rollouts > 0 {
 		extra = fmt.Sprintf(" tokens %d tokens_per_s %.3g success %.3f approx_kl %.3g clip %.3f", r.Tokens, p.rate, r.Batch.SuccessRate, r.Batch.ApproxKL, r.Batch.ClipFrac)
 	}
+	// What applies: pretraining's dense policy has no hitting time (it
+	// puts mass on invalid transitions); it logs Theorem 1's quantities.
 	h := fmt.Sprintf("hitting_time %.6g", r.HittingTime)
-	if r.Estimated {
+	switch {
+	case p.dense:
+		h = fmt.Sprintf("invalid_mass %.6g bound_ratio %.6g", r.InvalidMass, r.BoundRatio)
+	case r.Estimated:
 		h += fmt.Sprintf(" ci95 %.3g mc_success %.3f", r.HittingTimeCI95, r.MCSuccessRate)
 	}
 	abcd := ""
@@ -204,9 +219,17 @@ func (p *progress) log() {
 	p.last, p.shown = time.Now(), r.Step
 }
 
-func (p *progress) finish() {
+// finish ends the display: on a terminal the bar shows the last row, at
+// 100% when the run ended (completed), where it was otherwise.
+func (p *progress) finish(completed bool) {
 	if p.bar != nil {
-		p.bar.Finish()
+		if completed {
+			p.bar.Finish()
+		} else {
+			p.bar.Set(int(barUnits * p.fraction(p.row)))
+		}
+		p.bar.Describe(p.describe(p.row))
+		fmt.Fprintln(p.w)
 		return
 	}
 	if p.shown >= 0 && p.row.Step != p.shown {

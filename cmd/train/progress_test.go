@@ -72,3 +72,49 @@ func TestProgressBar(t *testing.T) {
 		}
 	}
 }
+
+// lastFrame is the bar's last render in a terminal's output.
+func lastFrame(out string) string { return out[strings.LastIndex(out, "\r")+1:] }
+
+// TestProgressBarEnds: a bar at 0% predicts no time left (its way is on a
+// log scale, so only the run's own estimate, once 1% is behind, says
+// how long); a small run whose rows come faster than the bar renders ends
+// with its last row at 100%; an interrupted one stays where it was.
+func TestProgressBarEnds(t *testing.T) {
+	for _, completed := range []bool{true, false} {
+		var buf bytes.Buffer
+		p := newProgress(&buf)
+		p.terminal = true
+		cfg := experiment.DefaultConfig()
+		cfg.Train.Steps, cfg.Train.Until = 40, 0.05
+		p.start(cfg, 0, 35)
+		p.update(trainers.Row{Step: 0, HittingTime: 275})
+		if f := lastFrame(buf.String()); !strings.Contains(f, "  0%") || strings.Contains(f, "left") || strings.Contains(f, ":0s]") {
+			t.Errorf("at 0%%: %q, want no time left predicted", f)
+		}
+		for step := 10; step <= 30; step += 10 { // faster than the bar renders
+			p.update(trainers.Row{Step: step, HittingTime: 100})
+		}
+		p.finish(completed)
+		// Interrupted at step 30 of 40, 186% away from the limit (6.86 at
+		// first, the target 5%): the steps are further along, 75%.
+		want := map[bool]string{true: "100%", false: " 75%"}[completed]
+		if f := lastFrame(buf.String()); !strings.Contains(f, "step 30/40 H 100") || !strings.Contains(f, want) {
+			t.Errorf("completed %v: last frame %q, want the last row at %s", completed, f, want)
+		}
+	}
+}
+
+// TestPretrainLogLine: off a terminal, pretraining logs Theorem 1's
+// quantities, not a hitting time it does not have.
+func TestPretrainLogLine(t *testing.T) {
+	var buf bytes.Buffer
+	p := newProgress(&buf)
+	cfg := experiment.DefaultConfig()
+	cfg.Train.Trainer = trainers.Pretrain
+	p.start(cfg, 0, 0)
+	p.update(trainers.Row{Step: 0, HittingTime: math.NaN(), InvalidMass: 0.96, BoundRatio: 0.1, Objective: 3.4, A: math.NaN()})
+	if got := buf.String(); !strings.HasPrefix(got, "step 0/20000 invalid_mass 0.96 bound_ratio 0.1 objective 3.4") || strings.Contains(got, "NaN") {
+		t.Errorf("got %q, want invalid_mass and bound_ratio, no NaN", got)
+	}
+}

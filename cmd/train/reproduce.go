@@ -37,6 +37,9 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return usagef("reproduce: -out %s: %v", *out, err)
 	}
+	if err := reproduce.CheckResults(*out); err != nil { // its rows are merged with this call's
+		return usagef("reproduce: %v", err)
+	}
 	var bar *progressbar.ProgressBar // over the whole suite, on a terminal
 	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = progressbar.NewOptions(len(names), progressbar.OptionSetWriter(stdout), progressbar.OptionShowCount(),

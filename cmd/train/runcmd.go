@@ -170,7 +170,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if a.resume != "" {
-		return execute(stdout, &a.changes, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
+		return execute(stdout, stderr, &a.changes, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
 			s, err := experiment.Resume(ctx, a.resume, a.changes, o)
 			if experiment.IsInput(err) {
 				return s, usagef("run: -resume %s: %v", a.resume, err)
@@ -178,7 +178,10 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return s, err
 		})
 	}
-	return execute(stdout, nil, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
+	if g := &a.cfg.Graph; budgetCap > 0 && (g.MaxBytes == 0 || g.MaxBytes > budgetCap) {
+		g.MaxBytes = budgetCap // tests: the fuzz target's bound on every budget
+	}
+	return execute(stdout, stderr, nil, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
 		o.Force = a.force
 		return experiment.Run(ctx, a.cfg, o)
 	})
@@ -221,7 +224,7 @@ func continueHint(s experiment.Summary, ch *experiment.Changes) string {
 func runDefault(stdout, stderr io.Writer) error {
 	rc := experiment.DefaultConfig()
 	rc.Out = filepath.Join("runs", "fig3-4")
-	return execute(stdout, nil, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
+	return execute(stdout, stderr, nil, func(ctx context.Context, o experiment.Options) (experiment.Summary, error) {
 		return experiment.Run(ctx, rc, o)
 	})
 }
@@ -246,9 +249,10 @@ func (e interrupted) Error() string {
 }
 
 // execute runs a training with SIGINT and SIGTERM turned into a checkpoint
-// and an exit code, progress shown on stdout, and the closing table
-// printed. ch are the changes a resume asked for (nil: not a resume).
-func execute(stdout io.Writer, ch *experiment.Changes, train func(context.Context, experiment.Options) (experiment.Summary, error)) error {
+// and an exit code, progress shown on stdout, warnings on stderr, and the
+// closing table printed. ch are the changes a resume asked for (nil: not a
+// resume).
+func execute(stdout, stderr io.Writer, ch *experiment.Changes, train func(context.Context, experiment.Options) (experiment.Summary, error)) error {
 	sig := catchSignals()
 	defer sig.stop()
 	prog := newProgress(stdout)
@@ -258,12 +262,12 @@ func execute(stdout io.Writer, ch *experiment.Changes, train func(context.Contex
 			sig.interrupt(syscall.SIGINT)
 		}
 	}
-	s, err := train(sig.ctx, experiment.Options{Started: started, Progress: prog.update, AfterStep: func(step int) {
+	s, err := train(sig.ctx, experiment.Options{Started: started, Progress: prog.update, Warn: warner(stderr), AfterStep: func(step int) {
 		if step == interruptAtStep { // tests: a signal arriving after this step
 			sig.interrupt(syscall.SIGINT)
 		}
 	}})
-	prog.finish()
+	prog.finish(err == nil)
 	var in *experiment.Interrupted
 	if errors.As(err, &in) {
 		return interrupted{sig: sig.caught(), in: in}

@@ -142,7 +142,7 @@ func TestSampleTransformerReplays(t *testing.T) {
 		"-rollouts", "16", "-lr", "0.03", "-steps", "3", "-eval-rollouts", "200", "-out", dir); code != 0 {
 		t.Fatalf("run: exit %d: %s", code, errs)
 	}
-	c, err := experiment.Open(dir)
+	c, err := experiment.Open(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

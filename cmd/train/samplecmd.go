@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -43,6 +45,11 @@ type sampledTrace struct {
 	Probs []float64 `json:"probs,omitempty"`
 }
 
+// sampleBytes is about the memory one sampled transition takes while its
+// rollout is printed: the entry, its log-probability and probability, the
+// state and its token name.
+const sampleBytes = 128
+
 func runSample(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("sample")
 	n := fs.Int("n", 5, "rollouts (or golden paths) to print")
@@ -52,6 +59,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	probs := fs.Bool("probs", false, "print each transition's probability under the model")
 	horizon := fs.Int("horizon", 0, "stop a rollout after this many transitions (0: a transformer's Monte Carlo horizon, 50 times its starting bigram's hitting time; for a bigram 50 times the pretrained one's)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
+	maxBytes := maxBytesFlag(fs)
 	dir, err := parseDir(fs, args, stdout)
 	if err != nil {
 		return err
@@ -62,7 +70,11 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if *horizon < 0 {
 		return usagef("sample: -horizon %d: want >= 0 (0: the default)", *horizon)
 	}
-	c, err := experiment.Open(dir)
+	budget, err := resolveBudget(fs, *maxBytes)
+	if err != nil {
+		return err
+	}
+	c, err := experiment.Open(dir, budget)
 	if err != nil {
 		return usagef("sample: %s: %v", dir, err)
 	}
@@ -71,47 +83,73 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if *target < 0 || *target > g.W() {
 		return usagef("sample: -target %d: want 0 (uniform) or a leaf 1 to %d", *target, g.W())
 	}
-	if c.Kind == "dense-bigram" && !*golden {
-		fmt.Fprintln(stderr, "train: sample: a pretrained dense bigram: sampling its valid transitions only (Assumption 'exact_pretrain')")
-	}
 	rep := &sampleReport{Run: dir, Model: string(c.Config.Model), Trainer: c.Config.Train.Trainer.String(), Step: c.Step, Graph: g.Config.Name(), Seed: *seed}
+	var a eval.Agent // one agent for every rollout: Start resets it
 	if !*golden {
 		if rep.Horizon = *horizon; rep.Horizon == 0 {
 			if rep.Horizon, err = defaultHorizon(c); err != nil {
 				return err
 			}
 		}
-	}
-	var a eval.Agent // one agent for every rollout: Start resets it
-	if !*golden {
+		// Rollouts are printed as they are drawn: memory holds one.
+		what := fmt.Sprintf("a rollout of up to %d transitions (-horizon)", rep.Horizon)
+		if err := overBudget("sample", what, sampleBytes*float64(rep.Horizon), tasks.EstimateBytes(g.Config.Size()), budget); err != nil {
+			return err
+		}
+		if c.Kind == "dense-bigram" {
+			fmt.Fprintln(stderr, "train: sample: a pretrained dense bigram: sampling its valid transitions only (Assumption 'exact_pretrain')")
+		}
 		if a, err = c.Agents()(); err != nil {
 			return err
 		}
 	}
+	var out sampleWriter = &textSample{w: stdout}
+	if *asJSON {
+		out = &jsonSample{w: stdout}
+	}
+	if err := out.begin(rep, *golden); err != nil {
+		return fmt.Errorf("sample: %w", err)
+	}
+	sig := catchSignals()
+	defer sig.stop()
 	for i := range *n {
 		rng := rand.New(rand.NewPCG(*seed, uint64(i)))
 		x := 1 + rng.IntN(g.W())
 		if *target > 0 {
 			x = *target
 		}
-		tr, err := sampleOne(c, a, x, rep.Horizon, rng)
+		tr, err := sampleOne(sig.ctx, c, a, x, rep.Horizon, rng)
+		if err == nil {
+			err = sig.ctx.Err() // a golden path does not look at the context
+		}
+		if err != nil && sig.ctx.Err() != nil {
+			// What is printed stays whole: the rollouts so far, and with
+			// -json the object closed.
+			if err := out.end(); err != nil {
+				return fmt.Errorf("sample: %w", err)
+			}
+			caught := sig.caught()
+			return signalled{caught, fmt.Sprintf("sample: interrupted by %v after %d of %d rollouts, each printed whole", caught, i, *n)}
+		}
 		if err != nil {
 			return err
 		}
 		if !*probs {
 			tr.Probs = nil
 		}
-		rep.Rollouts = append(rep.Rollouts, tr)
+		if err := out.trace(i, tr); err != nil {
+			return fmt.Errorf("sample: %w", err)
+		}
 	}
-	if *asJSON {
-		return writeIndented(stdout, rep)
+	if err := out.end(); err != nil {
+		return fmt.Errorf("sample: %w", err)
 	}
-	return writeSample(stdout, rep)
+	return nil
 }
 
 // sampleOne draws one rollout of agent a toward target x, or with a nil
 // agent a golden path to it, with each transition's probability.
-func sampleOne(c *experiment.Checkpointed, a eval.Agent, x, horizon int, rng *rand.Rand) (sampledTrace, error) {
+func sampleOne(ctx context.Context, c *experiment.Checkpointed, a eval.Agent, x, horizon int, rng *rand.Rand) (sampledTrace, error) {
 	g := c.Graph
 	tr := sampledTrace{Target: x, Golden: a == nil}
 	path := []int{0}
@@ -129,7 +167,7 @@ func sampleOne(c *experiment.Checkpointed, a eval.Agent, x, horizon int, rng *ra
 		tr.Shortest = &shortest
 		tr.Hit = verified(g, p, x)
 	} else {
-		entries, lp, hit, err := eval.Rollout(context.Background(), g, a, x, horizon, rng)
+		entries, lp, hit, err := eval.Rollout(ctx, g, a, x, horizon, rng)
 		if err != nil {
 			return tr, err
 		}
@@ -192,35 +230,95 @@ func defaultHorizon(c *experiment.Checkpointed) (int, error) {
 	return int(math.Ceil(50 * res.HittingTime)), nil
 }
 
-func writeSample(w io.Writer, rep *sampleReport) error {
-	what := "rollout"
-	if len(rep.Rollouts) > 0 && rep.Rollouts[0].Golden {
-		what = "golden path"
-	}
-	fmt.Fprintf(w, "%s: %s %s at step %d on graph %s, seed %d", rep.Run, rep.Model, rep.Trainer, rep.Step, rep.Graph, rep.Seed)
+// sampleWriter prints a sample report as its rollouts are drawn: the
+// header, each rollout, the end.
+type sampleWriter interface {
+	begin(rep *sampleReport, golden bool) error
+	trace(i int, tr sampledTrace) error
+	end() error
+}
+
+// textSample prints the report as text.
+type textSample struct {
+	w    io.Writer
+	what string // rollout or golden path
+}
+
+func (t *textSample) begin(rep *sampleReport, golden bool) error {
+	t.what = map[bool]string{false: "rollout", true: "golden path"}[golden]
+	line := fmt.Sprintf("%s: %s %s at step %d on graph %s, seed %d", rep.Run, rep.Model, rep.Trainer, rep.Step, rep.Graph, rep.Seed)
 	if rep.Horizon > 0 {
-		fmt.Fprintf(w, ", horizon %d", rep.Horizon)
+		line += fmt.Sprintf(", horizon %d", rep.Horizon)
 	}
-	fmt.Fprintln(w)
-	for i, r := range rep.Rollouts {
-		status := map[bool]string{true: "hit", false: "missed"}[r.Hit]
-		if r.Golden {
-			status = map[bool]string{true: "verified", false: "REFUSED by the verifier"}[r.Hit]
-			if r.Shortest != nil && *r.Shortest {
-				status += ", shortest (2k+1)"
-			}
+	_, err := fmt.Fprintln(t.w, line)
+	return err
+}
+
+func (t *textSample) trace(i int, r sampledTrace) error {
+	status := map[bool]string{true: "hit", false: "missed"}[r.Hit]
+	if r.Golden {
+		status = map[bool]string{true: "verified", false: "REFUSED by the verifier"}[r.Hit]
+		if r.Shortest != nil && *r.Shortest {
+			status += ", shortest (2k+1)"
 		}
-		fmt.Fprintf(w, "%s %d toward <t%d>: %d transitions, %s\n", what, i+1, r.Target, r.Transitions, status)
-		if r.Probs == nil {
-			fmt.Fprintf(w, "  %s\n", strings.Join(r.Tokens, " "))
-			continue
-		}
-		fmt.Fprintf(w, "  %s\n", r.Tokens[0])
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %d toward <t%d>: %d transitions, %s\n", t.what, i+1, r.Target, r.Transitions, status)
+	if r.Probs == nil {
+		fmt.Fprintf(&b, "  %s\n", strings.Join(r.Tokens, " "))
+	} else {
+		fmt.Fprintf(&b, "  %s\n", r.Tokens[0])
 		for j, tok := range r.Tokens[1:] {
-			fmt.Fprintf(w, "  %-22s p %.4g\n", tok, r.Probs[j])
+			fmt.Fprintf(&b, "  %-22s p %.4g\n", tok, r.Probs[j])
 		}
 	}
-	return nil
+	_, err := io.WriteString(t.w, b.String())
+	return err
+}
+
+func (t *textSample) end() error { return nil }
+
+// jsonSample prints the report as the one indented JSON object
+// writeIndented would print, its rollouts streamed one by one.
+type jsonSample struct {
+	w io.Writer
+}
+
+func (j *jsonSample) begin(rep *sampleReport, golden bool) error {
+	head := *rep
+	head.Rollouts = []sampledTrace{}
+	var b bytes.Buffer
+	if err := writeIndented(&b, head); err != nil {
+		return err
+	}
+	text, ok := strings.CutSuffix(b.String(), "[]\n}\n")
+	if !ok {
+		return fmt.Errorf("json: unexpected end of the report's header %q", b.String())
+	}
+	_, err := io.WriteString(j.w, text+"[")
+	return err
+}
+
+func (j *jsonSample) trace(i int, tr sampledTrace) error {
+	var b bytes.Buffer
+	if i > 0 {
+		b.WriteByte(',')
+	}
+	b.WriteString("\n    ")
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("    ", "  ")
+	enc.SetEscapeHTML(false) // token names hold '>'
+	if err := enc.Encode(tr); err != nil {
+		return err
+	}
+	b.Truncate(b.Len() - 1) // Encode's newline
+	_, err := j.w.Write(b.Bytes())
+	return err
+}
+
+func (j *jsonSample) end() error {
+	_, err := io.WriteString(j.w, "\n  ]\n}\n")
+	return err
 }
 
 // parseDir parses a subcommand's flags around one run folder argument

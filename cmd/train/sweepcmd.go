@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -68,6 +70,12 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if a.print != "" && a.print != "slurm" && a.print != "k8s" {
+		return usagef("sweep: -print %q: want slurm or k8s", a.print)
+	}
+	if err := checkPrintFlags(fs, a.print); err != nil {
+		return err
+	}
 	if a.print != "" {
 		return printCluster(stdout, p, a)
 	}
@@ -77,6 +85,13 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	shard, source, err := chooseShard(a.shard, os.Getenv)
 	if err != nil {
 		return err
+	}
+	if !a.dryRun {
+		// The sweep's folder first: one that cannot be made is refused
+		// before anything is said about the runs.
+		if err := os.MkdirAll(p.Out, 0o755); err != nil {
+			return usagef("sweep: out %s: %v", p.Out, pathless(err))
+		}
 	}
 	states, err := p.Check(shard)
 	if err != nil {
@@ -90,7 +105,7 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	return executeSweep(stdout, p, sweep.Options{Jobs: a.jobs, Shard: shard})
+	return executeSweep(stdout, p, sweep.Options{Jobs: a.jobs, Shard: shard, Run: experiment.Options{Warn: warner(stderr)}})
 }
 
 // loadPlan reads and expands a spec; every error is bad input.
@@ -181,6 +196,12 @@ func executeSweep(stdout io.Writer, p *sweep.Plan, opts sweep.Options) error {
 	if bar != nil {
 		bar.Finish()
 	}
+	if rep.Results == nil && err != nil { // refused before any run: no counts to give
+		if experiment.IsInput(err) {
+			return usagef("sweep: %v", err)
+		}
+		return fmt.Errorf("sweep: %w", err)
+	}
 	skipped, trained, interrupted, failed := rep.Counts()
 	fmt.Fprintf(stdout, "sweep %s: %d trained, %d already done, %d interrupted, %d failed in %.1fs; runs in %s\n",
 		p.Spec.Name, trained, skipped, interrupted, failed, time.Since(start).Seconds(), p.Out)
@@ -252,18 +273,24 @@ func printCluster(stdout io.Writer, p *sweep.Plan, a sweepArgs) error {
 		if p.Out, err = filepath.Abs(p.Out); err != nil {
 			return err
 		}
-		if err := p.WriteIndex(); err != nil {
-			return err
+		script, err := sweep.SlurmScript(p, c)
+		if err != nil {
+			return usagef("sweep: -print slurm: %v", err)
 		}
-		fmt.Fprint(stdout, sweep.SlurmScript(p, c))
+		if err := p.WriteIndex(); err != nil {
+			return usagef("sweep: %v", err)
+		}
+		fmt.Fprint(stdout, script)
 	case "k8s":
 		if c.Binary == "" {
 			c.Binary = "train"
 		}
 		c.Spec = a.spec
-		fmt.Fprint(stdout, sweep.KubernetesJob(p, c))
-	default:
-		return usagef("sweep: -print %q: want slurm or k8s", a.print)
+		manifest, err := sweep.KubernetesJob(p, c)
+		if err != nil {
+			return usagef("sweep: -print k8s: %v", err)
+		}
+		fmt.Fprint(stdout, manifest)
 	}
 	return nil
 }
@@ -271,3 +298,26 @@ func printCluster(stdout io.Writer, p *sweep.Plan, a sweepArgs) error {
 // defaultImage is the container image a printed Kubernetes job names
 // unless -image: the repository's Dockerfile builds it.
 const defaultImage = "backtrack-train:latest"
+
+// clusterFlags are the flags of -print, by the engines they apply to.
+var clusterFlags = map[string][]string{
+	"binary": {"slurm", "k8s"}, "tasks": {"slurm", "k8s"}, "cpus": {"slurm", "k8s"}, "mem": {"slurm", "k8s"}, "parallel": {"slurm", "k8s"},
+	"time": {"slurm"}, "partition": {"slurm"}, "image": {"k8s"}, "claim": {"k8s"}, "mount": {"k8s"},
+}
+
+// checkPrintFlags refuses -print's flags without -print, and one engine's
+// flags with the other's -print: a flag given is used, never ignored.
+func checkPrintFlags(fs *flag.FlagSet, print string) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		engines, ok := clusterFlags[f.Name]
+		switch {
+		case !ok || err != nil:
+		case print == "":
+			err = usagef("sweep: -%s applies to -print (slurm or k8s) only: add -print, or drop -%s", f.Name, f.Name)
+		case !slices.Contains(engines, print):
+			err = usagef("sweep: -%s applies to -print %s only, not -print %s", f.Name, engines[0], print)
+		}
+	})
+	return err
+}

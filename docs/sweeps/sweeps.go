@@ -36,3 +36,12 @@ var Defaults []byte
 //
 //go:embed defaults-paper.json
 var DefaultsPaper []byte
+
+// Stopping is stopping.json: the sampled trainers that do not reach 1% at
+// W=K=5, L=3 (REINFORCE and PPO with the state baseline, the
+// group-relative trainers), 3 seeds, with the default stop rules (the rate
+// halved on a plateau, ending with the best parameters) and with a
+// constant rate for 3000 steps: how far a run wanders from its best.
+//
+//go:embed stopping.json
+var Stopping []byte
