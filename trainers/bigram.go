@@ -22,16 +22,16 @@ func init() {
 		// twice the hitting time.
 		defaults: func(k Kind, d *Config) {
 			switch k {
-			// The best of docs/sweeps/defaults.json's grids (W=K=5, L=3,
-			// seeds 1-3; train reproduce defaults, docs/defaults.md) among
-			// the rates that also got every seed within 5% at the paper's
-			// size (defaults-paper.json): the fork baseline (the state
+			// From docs/sweeps/defaults.json's grids (W=K=5, L=3, seeds
+			// 1-3; docs/defaults.md): the fork baseline (the state
 			// baseline's runs all stopped on a plateau above 1%, the fork
-			// baseline's all within it), at the rate that got there on the
-			// fewest sampled tokens; for the group-relative trainers, which
-			// stop on a plateau above 1% at every rate, the rate with the
-			// lowest final hitting time. (PPO at 0.1, the best at W=K=5,
-			// L=3, went from 50141 to 794k in 22 steps at the paper's size.)
+			// baseline's all within it). The grids' best rates, PPO 0.1 and
+			// REINFORCE 0.2, are not the defaults: PPO at 0.1 went from
+			// 50141 to 794k in 22 steps at the paper's size, so both keep
+			// the next smaller rate until the paper-size grid
+			// (defaults-paper.json) has run. For the group-relative
+			// trainers, which stop on a plateau above 1% at every rate,
+			// the rate with the lowest final hitting time.
 			case PPO:
 				d.Optim = solvers.Config{Name: "adam", LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 				d.Baseline = "fork"
