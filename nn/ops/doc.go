@@ -13,7 +13,10 @@
 //   - Gather: entries or rows picked by index, the gradient scatter-added
 //     (gather.go);
 //   - SegmentLogSoftmax: a log-softmax over ragged rows, the bigram's
-//     (logsoftmax.go).
+//     (logsoftmax.go);
+//   - SegmentLogLik: the weighted log-likelihood of ragged rows, the
+//     bigram's log-softmax and weighted sum as one node (loglik.go);
+//   - ClippedSurrogate: PPO's clipped surrogate per token (clipped.go).
 //
 // gorgonia's autodiff (G.Grad) treats each op as one node: it chains a
 // loss's gradient to the op's output and calls the op's backward for the
@@ -23,8 +26,9 @@
 // the gradient of every input, on random inputs of several shapes and on
 // both kernel paths (AVX2 and gonum's): TestAttentionMatchesStock,
 // TestLayerNormMatchesStock, TestUnembedMatchesStock,
-// TestTableLogSoftmaxMatchesStock, TestGatherMatchesByIndices and
-// TestSegmentLogSoftmaxMatchesStock.
+// TestTableLogSoftmaxMatchesStock, TestGatherMatchesByIndices,
+// TestSegmentLogSoftmaxMatchesStock, TestSegmentLogLikMatchesStock and
+// TestClippedSurrogateMatchesStock.
 //
 // An op writes its output and gradients into buffers it keeps from run to
 // run (fused.go): a graph runs on one tape machine, its backward always
