@@ -31,14 +31,14 @@ func TestGivenDefaultsFirst(t *testing.T) {
 			return c.Train.Trainer == trainers.RLVRExact && c.Train.Optim.Name == "sign" && c.Train.Optim.LR == 0.01
 		}},
 		{`{"train": {"trainer": "ppo"}}`, func(c Config) bool {
-			return c.Train.Optim.Name == "adam" && c.Train.Optim.LR == 0.05 && c.Train.Rollouts == 256 && c.Train.Epochs == 2
+			return c.Train.Optim.Name == "adam" && c.Train.Optim.LR == 0.025 && c.Train.Rollouts == 256 && c.Train.Epochs == 2
 		}},
 		{`{"model": "transformer", "train": {"trainer": "ppo"}}`, func(c Config) bool {
 			return c.Train.Optim.LR == 0.0003 && c.Train.Rollouts == 128 && c.Train.Baseline == "fork" && c.Transformer.TableLR == 0.025
 		}},
 		// An optimiser named without a rate: the trainer's rate when it is
 		// the trainer's optimiser, the paper's 0.01 otherwise.
-		{`{"train": {"trainer": "ppo", "optimizer": {"name": "adam"}}}`, func(c Config) bool { return c.Train.Optim.LR == 0.05 }},
+		{`{"train": {"trainer": "ppo", "optimizer": {"name": "adam"}}}`, func(c Config) bool { return c.Train.Optim.LR == 0.025 }},
 		{`{"train": {"trainer": "ppo", "optimizer": {"name": "sgd"}}}`, func(c Config) bool { return c.Train.Optim.LR == 0.01 }},
 		{`{"train": {"optimizer": {"name": "adam"}}}`, func(c Config) bool { return c.Train.Optim.LR == 0.01 && c.Train.Optim.Beta2 == 0.999 }},
 		// A rate without a name keeps the trainer's optimiser.
