@@ -119,7 +119,7 @@ func TestBadCombination(t *testing.T) {
 
 // TestEachRunItsOwnDefaults: a sweep over trainers resolves each run as a
 // config file is, from the spec's base as given: each trainer gets its own
-// defaults (ppo Adam at 0.05, sft sign descent at 0.01), a base field runs
+// defaults (ppo Adam at 0.025, sft sign descent at 0.01), a base field runs
 // it does not apply to are refused for, and the run's hash is of its
 // config.json (the fields that apply to it).
 func TestEachRunItsOwnDefaults(t *testing.T) {
@@ -132,7 +132,7 @@ func TestEachRunItsOwnDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []string{"adam 0.05 256", "sign 0.01 0", "sgd 0.01 256"} {
+	for i, want := range []string{"adam 0.025 256", "sign 0.01 0", "sgd 0.01 256"} {
 		tr := p.Runs[i].Config.Train
 		if got := fmt.Sprintf("%s %g %d", tr.Optim.Name, tr.Optim.LR, tr.Rollouts); got != want || tr.Steps != 5 {
 			t.Errorf("run %d: %s, %d steps; want %s, 5 steps", i, got, tr.Steps, want)

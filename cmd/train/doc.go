@@ -197,10 +197,10 @@
 // rate, -rollouts, -baseline and -horizon-factor, when neither a flag nor the
 // -config file sets them (both resolve alike; config.json records the values used):
 //
-//	bigram                 sign descent at lr 0.01, 256 rollouts, state baseline,
-//	                       horizon factor 2 (the paper's); ppo, grpo, rloo and
-//	                       dr-grpo adam at lr 0.05, reinforce adam at lr 0.1
-//	                       (tuned at W=K=5, L=3)
+//	bigram                 sign descent at lr 0.01 (the paper's); sampled trainers:
+//	                       256 rollouts, horizon factor 2, adam at lr 0.025 for
+//	                       ppo, grpo, rloo and dr-grpo, 0.1 for reinforce; fork
+//	                       baseline (grpo, rloo, dr-grpo: group) (docs/defaults.md)
 //	transformer            sampled trainers: adam at lr 0.0003 (the logit table at
 //	                       -table-lr: 0.025 for ppo, the bigram's rate for the
 //	                       others), 128 rollouts, fork baseline and horizon
