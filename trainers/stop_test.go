@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/rlvr-backtrack/backtrack/checkpoints"
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
@@ -110,6 +111,52 @@ func TestPlateauHalvesThenEndsAtBest(t *testing.T) {
 		a.StepSeconds, b.StepSeconds = 0, 0
 		if a.HittingTime != b.HittingTime || a.LR != b.LR || a.Tokens != b.Tokens {
 			t.Fatalf("row %d differs after the resume: %+v vs %+v", i, a, b)
+		}
+	}
+}
+
+// noTensors is a learner with no parameters, for feeding rows to track.
+type noTensors struct{ learner }
+
+func (noTensors) tensors() []checkpoints.Tensor { return nil }
+
+// TestPatienceCountsNearTheTarget: a Monte Carlo learner's patience
+// counts only once its best is within nearFactor of the limit. Far from
+// it (the transformer's first hundred steps at the paper's size, whose
+// estimates rise above the start and come back), rows without a new best
+// neither halve the rate nor stop the run; near it, Patience steps without
+// one halve the rate, and the halvings spent stop it. An exact learner's
+// patience counts everywhere.
+func TestPatienceCountsNearTheTarget(t *testing.T) {
+	est := func(h float64) Row { return Row{HittingTime: h, HittingTimeCI95: 0.1 * h, MCSuccessRate: 1, Estimated: true} }
+	tr := &Trainer{cfg: Defaults(PPO, TransformerModel), limit: 100, l: noTensors{}}
+	tr.cfg.Patience, tr.cfg.Halvings = 100, 2
+	tr.track(est(500)) // step 0: the first best, 5 times the limit
+	for tr.done = 10; tr.done <= 1000; tr.done += 10 {
+		if tr.track(est(520)) || tr.prog.Halvings != 0 {
+			t.Fatalf("step %d, far from the limit: stopped or halved (%d halvings)", tr.done, tr.prog.Halvings)
+		}
+	}
+	tr.track(est(150)) // step 1010: a new best within a factor 2
+	if tr.prog.BestStep != 1010 {
+		t.Fatalf("best at step %d, want 1010", tr.prog.BestStep)
+	}
+	stopped := -1
+	for tr.done = 1020; stopped < 0 && tr.done <= 2000; tr.done += 10 {
+		if tr.track(est(155)) {
+			stopped = tr.done
+		}
+	}
+	if tr.prog.Halvings != 2 || stopped != 1010+3*100 {
+		t.Errorf("near the limit: %d halvings, stopped at %d; want 2 halvings and a stop at %d", tr.prog.Halvings, stopped, 1010+3*100)
+	}
+
+	exact := &Trainer{cfg: Defaults(PPO, BigramModel), limit: 100, l: noTensors{}}
+	exact.cfg.Patience, exact.cfg.Halvings = 100, 0
+	exact.track(Row{HittingTime: 500})
+	for exact.done = 10; exact.done <= 100; exact.done += 10 {
+		if exact.track(Row{HittingTime: 520}) != (exact.done == 100) {
+			t.Fatalf("exact, step %d: patience of 100 steps not counted from step 0", exact.done)
 		}
 	}
 }
