@@ -128,7 +128,9 @@ func (noTensors) tensors() []checkpoints.Tensor { return nil }
 // one halve the rate, and the halvings spent stop it. An exact learner's
 // patience counts everywhere.
 func TestPatienceCountsNearTheTarget(t *testing.T) {
-	est := func(h float64) Row { return Row{HittingTime: h, HittingTimeCI95: 0.1 * h, MCSuccessRate: 1, Estimated: true} }
+	est := func(h float64) Row {
+		return Row{HittingTime: h, HittingTimeCI95: 0.1 * h, MCSuccessRate: 1, Estimated: true}
+	}
 	tr := &Trainer{cfg: Defaults(PPO, TransformerModel), limit: 100, l: noTensors{}}
 	tr.cfg.Patience, tr.cfg.Halvings = 100, 2
 	tr.track(est(500)) // step 0: the first best, 5 times the limit
