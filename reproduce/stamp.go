@@ -39,7 +39,7 @@ func commit(dir string) string {
 		if err == nil {
 			if out, err := exec.Command("git", "-C", abs, "rev-parse", "HEAD").Output(); err == nil {
 				rev = strings.TrimSpace(string(out))
-				st, err := exec.Command("git", "-C", abs, "status", "--porcelain", "--untracked-files=no", "--", ":!docs").Output()
+				st, err := exec.Command("git", "-C", abs, "status", "--porcelain", "--untracked-files=no", "--", ":/", ":!.").Output()
 				modified = err == nil && len(strings.TrimSpace(string(st))) > 0
 			}
 		}
