@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlvr-backtrack/backtrack/nn/ops"
 	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	G "gorgonia.org/gorgonia"
 )
@@ -78,7 +79,7 @@ func (r *bigramRunner) run(t testing.TB, logits, w []float64) (float64, []float6
 	if err := r.vm.RunAll(); err != nil {
 		t.Fatal(err)
 	}
-	cost, err := scalarFloat64(r.cost)
+	cost, err := ops.Scalar(r.cost)
 	if err != nil {
 		t.Fatal(err)
 	}

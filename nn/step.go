@@ -7,6 +7,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/rlvr-backtrack/backtrack/nn/kernels"
+	"github.com/rlvr-backtrack/backtrack/nn/ops"
 )
 
 // Step runs training steps on one graph: it owns the gradient nodes of a
@@ -69,7 +70,7 @@ func (s *Step) Run() (cost float64, err error) {
 	if err := s.vm.RunAll(); err != nil {
 		return 0, fmt.Errorf("nn: step: run: %w", err)
 	}
-	cost, err = scalarFloat64(s.cost)
+	cost, err = ops.Scalar(s.cost)
 	if err != nil {
 		return 0, fmt.Errorf("nn: step: cost: %w", err)
 	}
@@ -97,7 +98,7 @@ func (s *Step) Accumulate() (cost float64, err error) {
 	if err := s.vm.RunAll(); err != nil {
 		return 0, fmt.Errorf("nn: step: run: %w", err)
 	}
-	if cost, err = scalarFloat64(s.cost); err != nil {
+	if cost, err = ops.Scalar(s.cost); err != nil {
 		return 0, fmt.Errorf("nn: step: cost: %w", err)
 	}
 	if math.IsNaN(cost) || math.IsInf(cost, 0) {
@@ -211,27 +212,11 @@ func (s *Step) Eval() (cost float64, err error) {
 	if err := s.vm.RunAll(); err != nil {
 		return 0, fmt.Errorf("nn: step: run: %w", err)
 	}
-	return scalarFloat64(s.cost)
+	return ops.Scalar(s.cost)
 }
 
 // Close releases the tape machine.
 func (s *Step) Close() error { return s.vm.Close() }
-
-// scalarFloat64 returns the float64 held by a scalar value.
-func scalarFloat64(v G.Value) (float64, error) {
-	if v == nil {
-		return 0, fmt.Errorf("no value read")
-	}
-	switch d := v.Data().(type) {
-	case float64:
-		return d, nil
-	case []float64:
-		if len(d) == 1 {
-			return d[0], nil
-		}
-	}
-	return 0, fmt.Errorf("got %v %v, want a float64 scalar", v.Dtype(), v.Shape())
-}
 
 // recoverGraph turns a panic raised while building or running a gorgonia
 // graph into an error, at the exported boundary. Use as

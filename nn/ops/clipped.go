@@ -187,7 +187,7 @@ func (op *clippedSurrogateDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value)
 	if err != nil {
 		return nil, fmt.Errorf("ops: clipped surrogate backward: advantages: %w", err)
 	}
-	g, err := scalarOf(vals[3])
+	g, err := Scalar(vals[3])
 	if err != nil {
 		return nil, fmt.Errorf("ops: clipped surrogate backward: gradient: %w", err)
 	}

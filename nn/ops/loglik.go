@@ -165,7 +165,7 @@ func (op *segmentLogLikDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G
 	if err != nil {
 		return nil, fmt.Errorf("ops: segment log-likelihood backward: weights: %w", err)
 	}
-	g, err := scalarOf(vals[2])
+	g, err := Scalar(vals[2])
 	if err != nil {
 		return nil, fmt.Errorf("ops: segment log-likelihood backward: gradient: %w", err)
 	}
@@ -193,8 +193,12 @@ func (op *segmentLogLikDiff) String() string {
 	return fmt.Sprintf("SegmentLogLikDiff{rows=%d}", len(op.fwd.rows.offsets)-1)
 }
 
-// scalarOf returns the float64 held by a scalar value.
-func scalarOf(v G.Value) (float64, error) {
+// Scalar returns the float64 held by a scalar value (a float64, or a
+// []float64 of one element).
+func Scalar(v G.Value) (float64, error) {
+	if v == nil {
+		return 0, fmt.Errorf("no value read")
+	}
 	switch d := v.Data().(type) {
 	case float64:
 		return d, nil
