@@ -125,11 +125,7 @@ func lossDivisors(agg string, lens []int, m, horizon int, dst []float64) []float
 		tokens[minibatchOf(i, m)] += float64(l)
 		rollouts[minibatchOf(i, m)]++
 	}
-	starts := rolloutStarts(lens)
-	n := 0
-	if len(lens) > 0 {
-		n = starts[len(lens)-1] + lens[len(lens)-1]
-	}
+	starts, n := rolloutStarts(lens)
 	out := kernels.Grow(dst, n)
 	kernels.ParallelFor(len(lens), 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {

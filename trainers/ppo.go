@@ -167,7 +167,8 @@ func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, target
 	if n == 0 {
 		return adv
 	}
-	starts, byTarget := rolloutStarts(lens), rolloutsByTarget(targets, w)
+	starts, _ := rolloutStarts(lens)
+	byTarget := rolloutsByTarget(targets, w)
 	if baseline == "fork" {
 		forkReturns(adv, lens, states, fork, targets, w)
 	}
@@ -276,7 +277,8 @@ func sumOf(x []float64) func(lo, hi int) float64 {
 // The means are taken per target, the bootstraps per rollout, in
 // parallel.
 func forkReturns(g []float64, lens []int, states []int32, fork []bool, targets []int, w int) {
-	starts, byTarget := rolloutStarts(lens), rolloutsByTarget(targets, w)
+	starts, _ := rolloutStarts(lens)
+	byTarget := rolloutsByTarget(targets, w)
 	vf := make([]float64, w) // NaN: no fork-incoming token
 	kernels.ParallelFor(len(byTarget), 1, func(lo, hi int) {
 		for x := lo; x < hi; x++ {
@@ -321,15 +323,15 @@ func rolloutsByTarget(targets []int, w int) [][]int {
 	return by
 }
 
-// rolloutStarts lists the index of each rollout's first token.
-func rolloutStarts(lens []int) []int {
-	starts := make([]int, len(lens))
-	k := 0
+// rolloutStarts lists the index of each rollout's first token, and the
+// tokens of all of them.
+func rolloutStarts(lens []int) (starts []int, total int) {
+	starts = make([]int, len(lens))
 	for r, l := range lens {
-		starts[r] = k
-		k += l
+		starts[r] = total
+		total += l
 	}
-	return starts
+	return starts, total
 }
 
 // returnsToGo lists, token by token, each rollout's return to go
@@ -341,11 +343,7 @@ func returnsToGo(lens []int, hit []bool, beta float64) []float64 {
 // returnsToGoInto is returnsToGo written into dst's memory when it is
 // large enough, rollouts in parallel.
 func returnsToGoInto(dst []float64, lens []int, hit []bool, beta float64) []float64 {
-	starts := rolloutStarts(lens)
-	n := 0
-	if len(lens) > 0 {
-		n = starts[len(lens)-1] + lens[len(lens)-1]
-	}
+	starts, n := rolloutStarts(lens)
 	g := kernels.Grow(dst, n)
 	kernels.ParallelFor(len(lens), 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
