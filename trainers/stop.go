@@ -69,6 +69,9 @@ type progress struct {
 	// Halvings is the number of times lr_decay plateau has halved the
 	// rate.
 	Halvings int `json:"halvings"`
+	// Far is set when a Monte Carlo learner ran out of its far patience
+	// (farPatience): no new best for that long, never near its limit.
+	Far bool `json:"far,omitempty"`
 }
 
 // distance is how far a row is from where the trainer is going (lower is
@@ -109,7 +112,8 @@ func (t *Trainer) track(row Row) bool {
 	}
 	if row.Estimated && !t.near() {
 		p.Since = t.done // far from its target, a noisy learner keeps its rate
-		return false
+		p.Far = t.cfg.Patience > 0 && t.done-p.BestStep >= farPatience*t.cfg.Patience
+		return p.Far
 	}
 	if t.cfg.Patience == 0 || t.done-p.Since < t.cfg.Patience {
 		return false
@@ -121,6 +125,14 @@ func (t *Trainer) track(row Row) bool {
 	}
 	return true
 }
+
+// farPatience is how many times Config.Patience steps a Monte Carlo
+// learner that never came near its limit (see near) runs without a new
+// best before it stops, keeping its rate: a run that has stopped
+// improving far from its limit ends by itself instead of running its
+// 20,000 default steps, while the paper-size PPO's early rise of about a
+// hundred steps above its start is well inside it.
+const farPatience = 5
 
 // nearFactor is how close to its limit a Monte Carlo learner's best must
 // be before its patience counts: within a factor nearFactor on the side it
@@ -137,8 +149,9 @@ const nearFactor = 2
 // steps 120 and 360 while it was still above 20k, and after 2G sampled
 // tokens it was at 20.7k and 10.5k (seeds 1 and 2) where the constant
 // rate had reached 1.6k at 1.6G. Halving is for settling at the target;
-// a run that never comes near it ends on its step or token budget, or on
-// the memory guard if it diverges.
+// a run that never comes near it ends after farPatience times its
+// patience without a new best, on its step or token budget, or on the
+// memory guard if it diverges.
 func (t *Trainer) near() bool {
 	h := float64(t.prog.BestHitting)
 	if t.limit <= 0 || math.IsNaN(h) || t.cfg.Trainer.Dense() {
@@ -154,7 +167,7 @@ func (t *Trainer) near() bool {
 // tracked row (see track).
 func (t *Trainer) exhausted() bool {
 	p := t.prog
-	return p.Measured && t.cfg.Patience > 0 && t.done-p.Since >= t.cfg.Patience &&
+	return p.Far || p.Measured && t.cfg.Patience > 0 && t.done-p.Since >= t.cfg.Patience &&
 		(t.cfg.LRDecay != "plateau" || p.Halvings >= t.cfg.Halvings)
 }
 

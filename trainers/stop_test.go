@@ -124,7 +124,8 @@ func (noTensors) tensors() []checkpoints.Tensor { return nil }
 // counts only once its best is within nearFactor of the limit. Far from
 // it (the transformer's first hundred steps at the paper's size, whose
 // estimates rise above the start and come back), rows without a new best
-// neither halve the rate nor stop the run; near it, Patience steps without
+// neither halve the rate nor stop the run until farPatience times the
+// patience has passed without one (then it stops, rate kept); near it, Patience steps without
 // one halve the rate, and the halvings spent stop it. An exact learner's
 // patience counts everywhere.
 func TestPatienceCountsNearTheTarget(t *testing.T) {
@@ -134,23 +135,27 @@ func TestPatienceCountsNearTheTarget(t *testing.T) {
 	tr := &Trainer{cfg: Defaults(PPO, TransformerModel), limit: 100, l: noTensors{}}
 	tr.cfg.Patience, tr.cfg.Halvings = 100, 2
 	tr.track(est(500)) // step 0: the first best, 5 times the limit
-	for tr.done = 10; tr.done <= 1000; tr.done += 10 {
+	for tr.done = 10; tr.done < farPatience*100; tr.done += 10 {
 		if tr.track(est(520)) || tr.prog.Halvings != 0 {
 			t.Fatalf("step %d, far from the limit: stopped or halved (%d halvings)", tr.done, tr.prog.Halvings)
 		}
 	}
-	tr.track(est(150)) // step 1010: a new best within a factor 2
-	if tr.prog.BestStep != 1010 {
-		t.Fatalf("best at step %d, want 1010", tr.prog.BestStep)
+	far := *tr
+	if !far.track(est(520)) || far.prog.Halvings != 0 || !far.exhausted() || far.noProgress() != StopPlateau {
+		t.Fatalf("step %d, far from the limit, no new best for %d steps: not stopped (or halved: %d halvings)", far.done, far.done, far.prog.Halvings)
+	}
+	tr.track(est(150)) // step farPatience*100: a new best within a factor 2
+	if tr.prog.BestStep != farPatience*100 || tr.prog.Far {
+		t.Fatalf("best at step %d (far %v), want %d", tr.prog.BestStep, tr.prog.Far, farPatience*100)
 	}
 	stopped := -1
-	for tr.done = 1020; stopped < 0 && tr.done <= 2000; tr.done += 10 {
+	for tr.done += 10; stopped < 0 && tr.done <= 2000; tr.done += 10 {
 		if tr.track(est(155)) {
 			stopped = tr.done
 		}
 	}
-	if tr.prog.Halvings != 2 || stopped != 1010+3*100 {
-		t.Errorf("near the limit: %d halvings, stopped at %d; want 2 halvings and a stop at %d", tr.prog.Halvings, stopped, 1010+3*100)
+	if want := farPatience*100 + 3*100; tr.prog.Halvings != 2 || stopped != want {
+		t.Errorf("near the limit: %d halvings, stopped at %d; want 2 halvings and a stop at %d", tr.prog.Halvings, stopped, want)
 	}
 
 	exact := &Trainer{cfg: Defaults(PPO, BigramModel), limit: 100, l: noTensors{}}

@@ -94,6 +94,9 @@
 //	                       RLVR's is a stall, exit 1 (sign descent at a fixed lr
 //	                       can lock into a cycle: W=15, K=30, L=5 at lr 0.01 does;
 //	                       lr 0.001 converges), the others' a plateau
+//	                       (a transformer's patience counts once its best is within
+//	                       a factor 2 of the limit; farther, 5N steps without a
+//	                       new best stop it at its rate)
 //	-log-every N           metrics row every N steps (default 10)
 //	-supervised-backward P sft on the bigram: also supervise a fraction P of
 //	                       backward states
