@@ -21,8 +21,8 @@ const defaultsStudy = "defaults"
 // defaultsSpecs are the study's checked-in sweeps: every trainer on both
 // learners at W=K=5, L=3 over a grid of rates (and baselines, and the
 // transformer's table rate for PPO), and, unless -quick, the bigram's
-// sampled trainers and the transformer's PPO at the paper's size, each
-// run with a budget of sampled tokens.
+// sampled trainers (3 seeds) and the transformer's PPO (seed 1) at the
+// paper's size, each run with a budget of sampled tokens.
 func defaultsSpecs(quick bool) []struct {
 	name string
 	data []byte
@@ -36,6 +36,9 @@ func defaultsSpecs(quick bool) []struct {
 			name string
 			data []byte
 		}{"defaults-paper", sweeps.DefaultsPaper}, struct {
+			name string
+			data []byte
+		}{"defaults-paper-transformer", sweeps.DefaultsPaperTransformer}, struct {
 			name string
 			data []byte
 		}{"stopping", sweeps.Stopping})
@@ -249,10 +252,14 @@ func (r *reproducer) defaults(dir string) (string, string, error) {
 		done = append(done, swept{s.name, len(p.Runs), groups})
 	}
 	var paper feasible
+	var paperGroups []*sweep.Group
 	for _, d := range done {
-		if d.name == "defaults-paper" {
-			paper = paperFeasible(d.groups)
+		if strings.HasPrefix(d.name, "defaults-paper") {
+			paperGroups = append(paperGroups, d.groups...)
 		}
+	}
+	if len(paperGroups) > 0 {
+		paper = paperFeasible(paperGroups)
 	}
 	var page strings.Builder
 	var all []choice

@@ -11,7 +11,8 @@ import (
 
 // TestDefaultsGridsHoldTheDefaults: the defaults sweeps cover every trainer
 // of both learners at W=K=5, L=3 (and the sampled ones at the paper's
-// size), each family's grid has three or more settings over 3 seeds, and
+// size), each family's grid has three or more settings over 3 seeds (the
+// transformer's PPO at the paper's size: one), and
 // one of them is the code's default, so that "the default is the grid's
 // best" can be checked at all.
 func TestDefaultsGridsHoldTheDefaults(t *testing.T) {
@@ -42,8 +43,12 @@ func TestDefaultsGridsHoldTheDefaults(t *testing.T) {
 			defaults[fam] = settingOf(experiment.Defaults(c.Model, c.Train.Trainer))
 		}
 		for fam, st := range settings {
-			if len(st) < 3 || len(seeds[fam]) < 3 || !slices.Contains(st, defaults[fam]) {
-				t.Errorf("%s %s: settings %q over %d seeds; want 3 or more over 3 seeds, one of them the default %q", s.name, fam, st, len(seeds[fam]), defaults[fam])
+			wantSeeds := 3
+			if s.name == "defaults-paper-transformer" { // 20 minutes a run: the default and its two neighbours, one seed
+				wantSeeds = 1
+			}
+			if len(st) < 3 || len(seeds[fam]) < wantSeeds || !slices.Contains(st, defaults[fam]) {
+				t.Errorf("%s %s: settings %q over %d seeds; want 3 or more over %d seeds, one of them the default %q", s.name, fam, st, len(seeds[fam]), wantSeeds, defaults[fam])
 			}
 		}
 		if s.name == "defaults" {

@@ -30,12 +30,20 @@ var CompareLearnersPaper []byte
 //go:embed defaults.json
 var Defaults []byte
 
-// DefaultsPaper is defaults-paper.json: the bigram's sampled trainers and
-// the transformer's PPO at the paper's size, 3 seeds, each run with a
-// budget of sampled tokens, over a grid of three rates.
+// DefaultsPaper is defaults-paper.json: the bigram's sampled trainers at
+// the paper's size, 3 seeds, each run with a budget of 2G sampled tokens
+// (fig7's), over a grid of three rates around each default.
 //
 //go:embed defaults-paper.json
 var DefaultsPaper []byte
+
+// DefaultsPaperTransformer is defaults-paper-transformer.json: the
+// transformer's PPO at the paper's size, its default rate and the two
+// neighbours, seed 1 (each run about 20 minutes of the machine), with the
+// same budget of 2G sampled tokens.
+//
+//go:embed defaults-paper-transformer.json
+var DefaultsPaperTransformer []byte
 
 // Stopping is stopping.json: the sampled trainers that do not reach 1% at
 // W=K=5, L=3 (REINFORCE and PPO with the state baseline, the
