@@ -62,3 +62,26 @@ func TestGroupStopsAndBest(t *testing.T) {
 		t.Errorf("tokens %+v, want 3 runs of 100", g.Tokens)
 	}
 }
+
+// TestAboveBestResolvesMonteCarlo: for Monte Carlo values the excess of the
+// final over the best counts beyond both 95% intervals only; exact values
+// count it all.
+func TestAboveBestResolvesMonteCarlo(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	for _, c := range []struct {
+		final, fci, best, bci, want float64
+	}{
+		{103, 0, 100, 0, 0.03}, // exact
+		{102, 4, 100, 8, 0},    // within the intervals: unresolved
+		{120, 4, 100, 8, 0.08}, // 120-4 = 116 against 100+8 = 108
+		{95, 2, 100, 8, 0},     // below the best
+	} {
+		s := &experiment.Summary{FinalHittingTime: f(c.final), BestHittingTime: f(c.best)}
+		if c.fci > 0 {
+			s.FinalCI95, s.BestCI95 = f(c.fci), f(c.bci)
+		}
+		if got := aboveBest(s); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("final %g ± %g, best %g ± %g: above best %g, want %g", c.final, c.fci, c.best, c.bci, got, c.want)
+		}
+	}
+}
