@@ -31,8 +31,11 @@ var CompareLearnersPaper []byte
 var Defaults []byte
 
 // DefaultsPaper is defaults-paper.json: the bigram's sampled trainers at
-// the paper's size, 3 seeds, each run with a budget of 2G sampled tokens
-// (fig7's), over a grid of three rates around each default.
+// the paper's size, 3 seeds, over a grid of three rates around each
+// default, each run with a budget of sampled tokens: 4G for REINFORCE and
+// PPO (PPO's default took 3.45G to stop by itself; at 2G every rate was
+// still above 41k or had diverged), 2G (fig7's) for GRPO, RLOO and Dr.
+// GRPO, which do not get below their start at this size.
 //
 //go:embed defaults-paper.json
 var DefaultsPaper []byte
