@@ -125,29 +125,32 @@ func (b *bigram) entropy(batch *eval.AgentBatch, states []int32) float64 {
 		}
 	}
 	trained := b.t.trained
-	n := 0.0 // tokens at trained states, -1 in h marks the others
-	for s := range h {
+	for s := range h { // -1 marks the states that are not trained
 		if !trained[s] {
 			h[s] = -1
 		}
 	}
-	sum := parallelSum(len(states), func(lo, hi int) float64 {
-		sum := 0.0
-		for _, s := range states[lo:hi] {
-			sum += max(h[s], 0)
-		}
-		return sum
-	})
-	n = parallelSum(len(states), func(lo, hi int) float64 {
-		n := 0
-		for _, s := range states[lo:hi] {
-			if h[s] >= 0 {
-				n++
+	// One pass over the tokens: each block's sum and count of tokens at
+	// trained states, added in block order.
+	blocks := (len(states) + tokenBlock - 1) / tokenBlock
+	sums, counts := make([]float64, blocks), make([]int, blocks)
+	kernels.ParallelFor(blocks, 1, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			sum, n := 0.0, 0
+			for _, s := range states[k*tokenBlock : min(len(states), (k+1)*tokenBlock)] {
+				if v := h[s]; v >= 0 {
+					sum += v
+					n++
+				}
 			}
+			sums[k], counts[k] = sum, n
 		}
-		return float64(n)
 	})
-	return sum / max(n, 1)
+	sum, n := 0.0, 0
+	for k := range sums {
+		sum, n = sum+sums[k], n+counts[k]
+	}
+	return sum / float64(max(n, 1))
 }
 
 // minibatch holds one minibatch's aggregated loss constants.
