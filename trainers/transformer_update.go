@@ -142,10 +142,7 @@ func (l *transformer) entropy(ab *eval.AgentBatch, states []int32) float64 {
 				continue
 			}
 			row := ab.Rows[i][rowStart[tok]:][:g.Offsets[s+1]-g.Offsets[s]]
-			if cap(p) < len(row) {
-				p = make([]float64, len(row))
-			}
-			p = p[:len(row)]
+			p = kernels.Grow(p, len(row))
 			kernels.Exps(p, row, 0)
 			for j, lp := range row {
 				sum -= p[j] * lp
