@@ -162,7 +162,20 @@ func TestSweepSIGINTResumes(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
+	// Interrupt once the first checkpoint is on disk: the runs are then
+	// under way, whatever the machine's speed (a fixed sleep let a fast
+	// machine finish two runs and not start the third).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m, _ := filepath.Glob(filepath.Join(cut, "*", "checkpoint.bin")); len(m) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no checkpoint after 30 s; stdout %q stderr %q", stdout.String(), stderr.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
