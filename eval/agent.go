@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
@@ -60,6 +62,7 @@ func AgentRollouts(ctx context.Context, g *tasks.Graph, newAgent func() (Agent, 
 // them took a fifth of a transformer's step). The zero value is ready.
 type Buffers struct {
 	workers []*agentWorker
+	lanes   []*agentWorker // a Markov policy's rollouts: lanes per worker (rolloutsLanes)
 	batch   AgentBatch
 	logp    []float64 // the batch's log-probabilities' memory
 }
@@ -115,7 +118,7 @@ func (b *Buffers) agentRollouts(ctx context.Context, g *tasks.Graph, newAgent fu
 	if err != nil {
 		return nil, fmt.Errorf("eval: agent: %w", err)
 	}
-	b.join(n, true)
+	b.join(b.workers[:min(runtime.GOMAXPROCS(0), n)], n, true)
 	return out, nil
 }
 
@@ -130,16 +133,47 @@ func (b *Buffers) Rollouts(ctx context.Context, sp *Sampler, n int, targets []in
 		n = len(targets)
 	}
 	out := &b.batch
-	err := b.each(ctx, n, seed, func(*agentWorker) error { return nil }, func(i int, w *agentWorker, rng *rand.Rand) error {
-		out.Targets[i] = target(targets, i, sp.g.W(), rng)
-		var err error
-		w.entries, out.Hit[i], err = sp.alias.rollout(ctx, w.entries, out.Targets[i], horizon, rng)
-		return err
-	})
-	if err != nil {
-		return nil, err
+	out.Targets, out.Hit = resize(out.Targets, n), resize(out.Hit, n)
+	workers := min(runtime.GOMAXPROCS(0), (n+lanes-1)/lanes)
+	for len(b.lanes) < workers*lanes {
+		b.lanes = append(b.lanes, &agentWorker{})
 	}
-	b.join(n, false)
+	ls := b.lanes[:workers*lanes]
+	for _, w := range ls {
+		w.entries, w.ids, w.ends, w.rowEnds = w.entries[:0], w.ids[:0], w.ends[:0], w.rowEnds[:0]
+	}
+	var next atomic.Int64 // the next rollout to take
+	take := func() int {
+		if i := int(next.Add(1) - 1); i < n {
+			return i
+		}
+		return -1
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for k := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var pcg rand.PCG
+			rng := rand.New(&pcg)
+			errs[k] = sp.alias.rolloutsLanes(ctx, ls[k*lanes:(k+1)*lanes], horizon, take, func(i int) (int, wyrand) {
+				pcg.Seed(seed, uint64(i)) // rollout i's own stream, as eachRollout seeds it
+				out.Targets[i] = target(targets, i, sp.g.W(), rng)
+				return out.Targets[i], wyrand(rng.Uint64())
+			}, func(i int, w *agentWorker, hit bool) {
+				out.Hit[i] = hit
+				w.ids, w.ends, w.rowEnds = append(w.ids, i), append(w.ends, len(w.entries)), append(w.rowEnds, 0)
+			})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	b.join(ls, n, false)
 	return &out.Batch, nil
 }
 
@@ -167,12 +201,11 @@ func (b *Buffers) each(ctx context.Context, n int, seed uint64, start func(w *ag
 	})
 }
 
-// join copies the workers' rollouts into the batch in rollout order, with
+// join copies the rollouts of the workers ws into the batch in rollout order, with
 // their log-probabilities when logp is set; the rows stay views of the
 // workers' buffers.
-func (b *Buffers) join(n int, logp bool) {
+func (b *Buffers) join(ws []*agentWorker, n int, logp bool) {
 	out := &b.batch
-	ws := b.workers[:min(runtime.GOMAXPROCS(0), n)]
 	total, totalRows := 0, 0
 	for _, w := range ws {
 		total, totalRows = total+len(w.entries), totalRows+len(w.rows)

@@ -24,6 +24,9 @@ func NewSampler(g *tasks.Graph, probs []float64) (*Sampler, error) {
 	if err := CheckPolicy(g, probs); err != nil {
 		return nil, err
 	}
+	if g.W() > maxLeaves || len(g.Next) > math.MaxUint32/2 {
+		return nil, fmt.Errorf("eval: sampler: %d branches and %d transitions: the alias tables hold at most %d branches and %d transitions", g.W(), len(g.Next), maxLeaves, math.MaxUint32/2)
+	}
 	probs = append([]float64(nil), probs...)
 	return &Sampler{g: g, probs: probs, tab: newTable(g, probs), alias: newAliasTable(g, probs)}, nil
 }

@@ -148,15 +148,21 @@ func TestSearchAgent(t *testing.T) {
 }
 
 // BenchmarkRollouts measures batched sampling of the pretrained bigram at
-// the paper's size, over all cores.
+// the paper's size, over all cores, into memory reused from batch to
+// batch as the trainers do (Buffers).
 func BenchmarkRollouts(b *testing.B) {
 	g := graph(b, tasks.DefaultConfig())
 	sp := sampler(b, g, PolicyPretrained(g))
+	var buf Buffers
 	tokens := 0
 	seed := uint64(0)
 	for b.Loop() {
 		seed++
-		tokens += rollouts(b, sp, 64, 0, seed).Tokens()
+		batch, err := buf.Rollouts(context.Background(), sp, 64, nil, 0, seed)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tokens += batch.Tokens()
 	}
 	b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "states/s")
 }
