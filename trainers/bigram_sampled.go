@@ -70,14 +70,16 @@ func (b *bigram) rollouts(ctx context.Context, n, horizon int, seed uint64, targ
 
 // update is the REINFORCE update or the clipped objective's epochs over
 // minibatches.
-func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv, div []float64) (ratioStats, error) {
+func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv []float64, div *lossDivs) (ratioStats, error) {
 	cfg, probs := b.t.cfg, b.probs
 	if !cfg.Trainer.Clipped() {
 		w := b.in.data()
 		clear(w)
-		for i, e := range batch.Entries {
-			if k := b.paramOf[e]; k >= 0 {
-				w[k] -= adv[i] / div[i]
+		for r, d := range div.rollout {
+			for i := batch.Starts[r]; i < batch.Starts[r+1]; i++ {
+				if k := b.paramOf[batch.Entries[i]]; k >= 0 {
+					w[k] -= adv[i] / d
+				}
 			}
 		}
 		err := b.runStep(b.in)
@@ -162,7 +164,7 @@ type minibatch struct{ pos, neg, share []float64 }
 // and entropy shares are the minibatch's tokens per state over its token
 // count (ppo's exact KL), or for the group-relative trainers' k3 estimate
 // the sum of 1/divisor over the item's tokens.
-func (b *bigram) minibatches(batch *eval.Batch, adv, div []float64, states []int32) ([]minibatch, []float64) {
+func (b *bigram) minibatches(batch *eval.Batch, adv []float64, div *lossDivs, states []int32) ([]minibatch, []float64) {
 	p := b.model.NumParams()
 	m := b.t.cfg.Minibatches
 	out := make([]minibatch, m)
@@ -184,12 +186,13 @@ func (b *bigram) minibatches(batch *eval.Batch, adv, div []float64, states []int
 		for j := lo; j < hi; j++ {
 			o, count, tok := out[j], counts[j], tokens[j]
 			for i := j; i < len(batch.Targets); i += m { // minibatchOf(i, m) == j
+				d := div.rollout[i]
 				for t := batch.Starts[i]; t < batch.Starts[i+1]; t++ {
 					k := b.paramOf[batch.Entries[t]]
 					if k < 0 {
 						continue
 					}
-					a := adv[t] / div[t] // both sums take it, one as 0: no branch to mispredict
+					a := adv[t] / d // both sums take it, one as 0: no branch to mispredict
 					o.pos[k] += max(a, 0)
 					o.neg[k] += min(a, 0)
 					tok[k]++
@@ -197,7 +200,7 @@ func (b *bigram) minibatches(batch *eval.Batch, adv, div []float64, states []int
 						count[states[t]]++
 					}
 					if k3 {
-						o.share[k] += 1 / div[t]
+						o.share[k] += 1 / d
 					}
 				}
 			}

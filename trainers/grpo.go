@@ -112,35 +112,55 @@ func perToken(v []float64, lens []int) []float64 {
 // turn, so every minibatch holds about the same number.
 func minibatchOf(i, m int) int { return i % m }
 
-// lossDivisors returns, token by token, what its term of the loss is
-// divided by, for rollouts of lengths lens dealt into m minibatches
-// (minibatchOf): the minibatch's token count under "token" aggregation
-// (and for reinforce and ppo), the rollout's length times the minibatch's
-// rollouts under "sequence", and the minibatch's rollouts times the
-// horizon under "constant" (TRL's dr_grpo: B x max_completion_length),
-// written into dst's memory when it is large enough.
-func lossDivisors(agg string, lens []int, m, horizon int, dst []float64) []float64 {
+// lossDivs says what each token's term of the loss is divided by: one
+// value per rollout (lossDivisors), spread over the tokens only for a
+// learner that reads them token by token (the bigram reads them per
+// rollout: a per-token array is one more pass over a batch of millions
+// of tokens, a tenth of a paper-size PPO step).
+type lossDivs struct {
+	rollout []float64 // rollout i's tokens are divided by rollout[i]
+	lens    []int
+	tok     []float64 // perToken's memory
+}
+
+// perToken returns the lossDivs token by token, rollouts in parallel,
+// into memory reused from step to step.
+func (d *lossDivs) perToken() []float64 {
+	starts, n := rolloutStarts(d.lens)
+	d.tok = kernels.Grow(d.tok, n)
+	kernels.ParallelFor(len(d.lens), 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			v, out := d.rollout[i], d.tok[starts[i]:starts[i]+d.lens[i]]
+			for t := range out {
+				out[t] = v
+			}
+		}
+	})
+	return d.tok
+}
+
+// lossDivisors sets d to what the terms of the loss of rollouts of
+// lengths lens dealt into m minibatches (minibatchOf) are divided by, per
+// rollout: the minibatch's token count under "token" aggregation (and for
+// reinforce and ppo), the rollout's length times the minibatch's rollouts
+// under "sequence", and the minibatch's rollouts times the horizon under
+// "constant" (TRL's dr_grpo: B x max_completion_length).
+func (d *lossDivs) lossDivisors(agg string, lens []int, m, horizon int) {
 	tokens, rollouts := make([]float64, m), make([]float64, m)
 	for i, l := range lens {
 		tokens[minibatchOf(i, m)] += float64(l)
 		rollouts[minibatchOf(i, m)]++
 	}
-	starts, n := rolloutStarts(lens)
-	out := kernels.Grow(dst, n)
-	kernels.ParallelFor(len(lens), 1, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			j, l := minibatchOf(i, m), lens[i]
-			d := tokens[j]
-			switch agg {
-			case "sequence":
-				d = float64(l) * rollouts[j]
-			case "constant":
-				d = rollouts[j] * float64(horizon)
-			}
-			for t := range l {
-				out[starts[i]+t] = d
-			}
+	d.lens, d.rollout = lens, kernels.Grow(d.rollout, len(lens))
+	for i, l := range lens {
+		j := minibatchOf(i, m)
+		v := tokens[j]
+		switch agg {
+		case "sequence":
+			v = float64(l) * rollouts[j]
+		case "constant":
+			v = rollouts[j] * float64(horizon)
 		}
-	})
-	return out
+		d.rollout[i] = v
+	}
 }

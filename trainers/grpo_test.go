@@ -65,9 +65,11 @@ func TestLossDivisors(t *testing.T) {
 		{"sequence", []float64{4, 4, 6, 6, 6, 2, 8, 8, 8, 8}},
 		{"constant", []float64{20, 20, 20, 20, 20, 20, 20, 20, 20, 20}},
 	} {
-		got := lossDivisors(tc.agg, lens, 2, 10, nil)
+		var d lossDivs
+		d.lossDivisors(tc.agg, lens, 2, 10)
+		got := d.perToken()
 		if len(got) != len(tc.want) {
-			t.Fatalf("%q: got %d divisors, want %d", tc.agg, len(got), len(tc.want))
+			t.Fatalf("%q: got %d lossDivs, want %d", tc.agg, len(got), len(tc.want))
 		}
 		for i := range got {
 			if got[i] != tc.want[i] {
@@ -191,9 +193,9 @@ func TestGroupOfTheBatchIsREINFORCE(t *testing.T) {
 		for i := range adv {
 			adv[i] = scale * (r[i] - mean)
 		}
-		div := make([]float64, b.Tokens())
-		for i := range div {
-			div[i] = float64(b.Tokens())
+		div := &lossDivs{lens: lens}
+		for range lens {
+			div.rollout = append(div.rollout, float64(b.Tokens()))
 		}
 		states, _ := b.States(g)
 		before := append([]float64(nil), modelOf(rt).Logits()...)

@@ -167,9 +167,10 @@ type sampledUpdater interface {
 	transitionBytes() float64
 	// update takes the optimiser steps (REINFORCE's one, the clipped
 	// objective's epochs over minibatches) on a batch with per-token
-	// advantages adv, token t's term of the loss divided by div[t]
-	// (lossDivisors), and returns the ratio statistics after them.
-	update(b *eval.AgentBatch, states []int32, adv, div []float64) (ratioStats, error)
+	// advantages adv, rollout i's terms of the loss divided by
+	// div.rollout[i] (lossDivisors), and returns the ratio statistics
+	// after them.
+	update(b *eval.AgentBatch, states []int32, adv []float64, div *lossDivs) (ratioStats, error)
 	// entropy is the policy's entropy (nats) at the batch's tokens in
 	// trained rows, averaged over them (BatchStats.Entropy), for the
 	// policy that sampled the batch.

@@ -39,7 +39,8 @@ type sampled struct {
 	// Per-token memory reused from step to step (a paper-size batch holds
 	// millions of tokens).
 	states, last []int32
-	adv, div     []float64
+	adv          []float64
+	div          lossDivs
 }
 
 func newSampled(g *tasks.Graph, cfg Config) *sampled {
@@ -111,7 +112,7 @@ func (t *Trainer) sampledStep(ctx context.Context) error {
 // Monte Carlo estimate), records it, and returns it with each token's
 // state, its advantage from the configured baseline (or the
 // group-relative advantages, grpo.go) and its loss divisor.
-func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, []float64, []float64, error) {
+func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, []float64, *lossDivs, error) {
 	s, cfg := t.smp, t.cfg
 	b, horizon, err := t.drawBatch(ctx)
 	if err != nil {
@@ -125,8 +126,8 @@ func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, 
 	if !cfg.Trainer.Grouped() {
 		agg = "token"
 	}
-	s.div = lossDivisors(agg, lens, m, horizon, s.div)
-	div := s.div
+	s.div.lossDivisors(agg, lens, m, horizon)
+	div := &s.div
 	var adv []float64
 	switch {
 	case cfg.Trainer.Grouped():
