@@ -116,8 +116,9 @@ func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv []float64, d
 }
 
 // entropy averages the sampling table's row entropies over the batch's
-// tokens in trained rows.
-func (b *bigram) entropy(batch *eval.AgentBatch, states []int32) float64 {
+// tokens in trained rows: the rows' entropies now, the pass over the
+// tokens when the returned function is called.
+func (b *bigram) entropy(batch *eval.AgentBatch, states []int32) func() float64 {
 	h := make([]float64, b.g.NumStates())
 	for s := range h {
 		for _, p := range b.probs[b.g.Offsets[s]:b.g.Offsets[s+1]] {
@@ -132,8 +133,12 @@ func (b *bigram) entropy(batch *eval.AgentBatch, states []int32) float64 {
 			h[s] = -1
 		}
 	}
-	// One pass over the tokens: each block's sum and count of tokens at
-	// trained states, added in block order.
+	return func() float64 { return tokenMean(h, states) }
+}
+
+// tokenMean averages h[s] over the tokens' states s with h[s] >= 0, in
+// one pass: each block's sum and count, added in block order.
+func tokenMean(h []float64, states []int32) float64 {
 	blocks := (len(states) + tokenBlock - 1) / tokenBlock
 	sums, counts := make([]float64, blocks), make([]int, blocks)
 	kernels.ParallelFor(blocks, 1, func(lo, hi int) {

@@ -174,7 +174,9 @@ type sampledUpdater interface {
 	// entropy is the policy's entropy (nats) at the batch's tokens in
 	// trained rows, averaged over them (BatchStats.Entropy), for the
 	// policy that sampled the batch.
-	entropy(b *eval.AgentBatch, states []int32) float64
+	// It returns a function that computes it later, valid until the
+	// next batch.
+	entropy(b *eval.AgentBatch, states []int32) func() float64
 }
 
 // agentMaker is a learner whose model is a policy of the graph.

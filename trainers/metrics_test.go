@@ -51,7 +51,7 @@ func TestEntropyOfTheUniformPolicy(t *testing.T) {
 			}
 		}
 		want /= float64(n)
-		if got := tr.sampled().entropy(b, states); math.Abs(got-want) > 1e-12 || n == 0 {
+		if got := tr.sampled().entropy(b, states)(); math.Abs(got-want) > 1e-12 || n == 0 {
 			t.Errorf("%s: entropy %v, want %v over %d tokens", tc.name, got, want, n)
 		}
 		tr.Close()

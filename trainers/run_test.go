@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlvr-backtrack/backtrack/checkpoints"
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/tasks"
@@ -222,6 +223,60 @@ func TestDeterministic(t *testing.T) {
 	for k := range runs[0] {
 		if runs[0][k].HittingTime != runs[1][k].HittingTime || runs[0][k].Objective != runs[1][k].Objective {
 			t.Fatalf("row %d differs", k)
+		}
+	}
+}
+
+// TestResumeAfterUnloggedStep: a sampled run computes its batch's entropy
+// only for the rows and checkpoints that need it; one interrupted right
+// after a step whose row it has not measured yet (a checkpoint between two
+// logged rows) and resumed logs that row with the entropy of the batch the
+// uninterrupted run logs, as every other value.
+func TestResumeAfterUnloggedStep(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	cfg := Defaults(PPO, BigramModel)
+	cfg.Steps, cfg.Until, cfg.LogEvery, cfg.Rollouts = 40, 0, 5, 8
+	rows := func(tr *Trainer, ctx context.Context, stepHook func(int) error) []string {
+		var out []string
+		tr.Run(ctx, Hooks{Row: func(r Row) error {
+			r.StepSeconds = 0
+			out = append(out, fmt.Sprintf("%+v", r))
+			return nil
+		}, Step: stepHook})
+		return out
+	}
+	a, _ := New(cfg, g, Setup{})
+	full := rows(a, context.Background(), nil)
+	a.Close()
+	b, _ := New(cfg, g, Setup{})
+	ctx, cancel := context.WithCancel(context.Background())
+	var st *checkpoints.Checkpoint
+	part := rows(b, ctx, func(steps int) error {
+		if steps == 25 { // step 25's batch is drawn, its row not measured: where the CLI checkpoints
+			var err error
+			st, err = b.Checkpoint(nil)
+			cancel()
+			return err
+		}
+		return nil
+	})
+	b.Close()
+	if st == nil || len(part) == 0 {
+		t.Fatal("no checkpoint at step 25")
+	}
+	part = part[:len(part)-1] // row 25, logged after the checkpoint, is measured again
+	c, _ := New(cfg, g, Setup{})
+	if err := c.Restore(st); err != nil {
+		t.Fatal(err)
+	}
+	resumed := append(part, rows(c, context.Background(), nil)...)
+	c.Close()
+	if len(resumed) != len(full) || len(full) != 9 {
+		t.Fatalf("%d rows resumed, %d uninterrupted", len(resumed), len(full))
+	}
+	for i := range full {
+		if full[i] != resumed[i] {
+			t.Fatalf("row %d differs:\n%s\n%s", i, full[i], resumed[i])
 		}
 	}
 }

@@ -236,6 +236,9 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 		if a, ok := t.l.(abcdReporter); ok && logged {
 			a.abcd(&row)
 		}
+		if logged && t.cfg.Trainer.Sampled() {
+			t.smp.resolveEntropy(&row)
+		}
 		if h.Row != nil && logged {
 			if err := h.Row(row); err != nil {
 				return row, err

@@ -123,7 +123,13 @@ func (l *transformer) budget(wins []window, m, epoch, mb int) []window {
 // of the row each was drawn from when the agents reported their rows (the
 // table initialisation), and otherwise -log pi of the token drawn, whose
 // mean is the same quantity estimated from the samples.
-func (l *transformer) entropy(ab *eval.AgentBatch, states []int32) float64 {
+func (l *transformer) entropy(ab *eval.AgentBatch, states []int32) func() float64 {
+	h := l.batchEntropy(ab, states) // the rows are the sampler's buffers: taken now
+	return func() float64 { return h }
+}
+
+// batchEntropy is entropy's value.
+func (l *transformer) batchEntropy(ab *eval.AgentBatch, states []int32) float64 {
 	g, trained := l.t.g, l.t.trained
 	var rowStart []int
 	if ab.Rows != nil {
