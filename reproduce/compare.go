@@ -144,6 +144,9 @@ func (r *reproducer) compareLearners(dir string) (string, string, error) {
 }
 
 func estimate(e sweep.Estimate) string {
+	if math.IsNaN(e.Mean) { // nothing to average: a trainer that samples nothing has no sampled tokens
+		return "-"
+	}
 	if math.IsNaN(e.CI95) {
 		return fmt.Sprintf("%.4g", e.Mean)
 	}

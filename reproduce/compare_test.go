@@ -1,6 +1,7 @@
 package reproduce
 
 import (
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,6 +156,19 @@ func TestFig7SharesCompareLearnersRuns(t *testing.T) {
 		ib, _ := sweep.Identity(b)
 		if ia != ib {
 			t.Errorf("-quick run %d differs from the paper's run beyond the graph", i)
+		}
+	}
+}
+
+// TestEstimateOfNothing: a column with nothing to average (the sampled
+// tokens of a trainer that samples nothing) reads "-", not NaN.
+func TestEstimateOfNothing(t *testing.T) {
+	for _, c := range []struct {
+		e    sweep.Estimate
+		want string
+	}{{sweep.Estimate{Mean: math.NaN(), CI95: math.NaN()}, "-"}, {sweep.Estimate{Mean: 2, CI95: math.NaN()}, "2"}, {sweep.Estimate{Mean: 2, CI95: 0.5}, "2 ± 0.5"}} {
+		if got := estimate(c.e); got != c.want {
+			t.Errorf("estimate(%+v) = %q, want %q", c.e, got, c.want)
 		}
 	}
 }

@@ -125,3 +125,38 @@ func TestChoicePassesOverWhatFailsAtThePaperSize(t *testing.T) {
 		t.Errorf("every setting failing at the paper's size: %s (fails %v), want lr 0.1, marked", c[0].setting, c[0].failsPaper)
 	}
 }
+
+// TestPaperFeasibleNeedsTheSetting: a setting holds at the paper's size
+// when every seed of its paper-size group ended within 5% of the limit; in
+// a family swept there, a setting it did not sweep does not hold; a family
+// never swept there is not known.
+func TestPaperFeasibleNeedsTheSetting(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	group := func(lr float64, finals ...float64) *sweep.Group {
+		cfg := experiment.Defaults(trainers.TransformerModel, trainers.PPO)
+		cfg.Train.Optim.LR = lr
+		g := &sweep.Group{Fields: map[string]string{"graph": "W=15,K=15,L=5", "model": "transformer", "trainer": "ppo"}}
+		for _, x := range finals {
+			g.Runs = append(g.Runs, &sweep.RunData{Config: cfg, Summary: &experiment.Summary{FinalHittingTime: f(x), LimitHittingTime: f(899)}})
+			g.Counted++
+		}
+		return g
+	}
+	paper := paperFeasible([]*sweep.Group{group(0.0003, 932.8), group(0.001, 910), group(0.003, 50888)})
+	setting := func(lr float64) string {
+		cfg := experiment.Defaults(trainers.TransformerModel, trainers.PPO)
+		cfg.Train.Optim.LR = lr
+		return settingOf(cfg)
+	}
+	for _, c := range []struct {
+		lr        float64
+		known, ok bool
+	}{{0.0003, true, true}, {0.001, true, true}, {0.003, true, false}, {0.01, true, false}} {
+		if known, ok := paper("transformer", "ppo", setting(c.lr)); known != c.known || ok != c.ok {
+			t.Errorf("lr %g: known %v, holds %v; want %v, %v", c.lr, known, ok, c.known, c.ok)
+		}
+	}
+	if known, _ := paper("transformer", "reinforce", setting(0.001)); known {
+		t.Error("a family never swept at the paper's size is known")
+	}
+}

@@ -123,7 +123,32 @@ func distinguishing(groups []*Group, cols []string) []string {
 	if len(label) == 0 {
 		label = []string{"model", "trainer", "graph"}
 	}
+	// A column that varies but not with the model, trainer and graph alone
+	// is a setting the sweep compares, and is shown even where the label
+	// already separates the groups (a rate and a table rate changed
+	// together in one run of a list).
+	for _, col := range varying(groups, cols) {
+		if !slices.Contains(label, col) && !impliedByTask(groups, col) {
+			label = append(label, col)
+		}
+	}
+	slices.SortStableFunc(label, func(a, b string) int { return slices.Index(cols, a) - slices.Index(cols, b) })
 	return label
+}
+
+// impliedByTask reports whether col takes one value for each model,
+// trainer and graph among groups: an option those imply, like the
+// transformer's width or a trainer's log_every.
+func impliedByTask(groups []*Group, col string) bool {
+	seen := map[string]string{}
+	for _, g := range groups {
+		task := g.Fields["model"] + "\x00" + g.Fields["trainer"] + "\x00" + g.Fields["graph"]
+		if v, ok := seen[task]; ok && v != g.Fields[col] {
+			return false
+		}
+		seen[task] = g.Fields[col]
+	}
+	return true
 }
 
 // varying is every column, seed aside, whose value differs between groups.
