@@ -34,8 +34,11 @@ func init() {
 			// (at the paper's size, seed 1, with today's stop rules, 3e-4
 			// stops itself at 932.8 ± 18.0 and 1e-3 at 910.0 ± 17.8 on
 			// more tokens, within each other's intervals; 1e-4 ends on a
-			// plateau at 956.6: docs/defaults.md; the table's own rate is
-			// TransformerOptions.TableLR), 128
+			// plateau at 956.6, and 3e-3 with table rate 0.05 diverges.
+			// The defaults study's rule picks 1e-3 for PPO and 3e-3 for
+			// the other sampled trainers; they have not moved yet, since
+			// fig7 and compare-learners ran at 3e-4: docs/defaults-notes.md.
+			// The table's own rate is TransformerOptions.TableLR), 128
 			// rollouts, the fork baseline, and a horizon of 20 hitting
 			// times. The paper's 2 cuts many early rollouts, and their
 			// bootstrapped returns at the fork then push the policy away
