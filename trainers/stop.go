@@ -21,7 +21,8 @@ const (
 	StopUntil  Stop = "until"  // within Config.Until of the limit
 	// StopOptimum, StopStationary, StopStall and StopPlateau: no new best
 	// for Config.Patience steps (with every halving of lr_decay plateau
-	// spent): at the exact optimum of the setting (within optimumTol), at
+	// spent): at the exact optimum of the setting (within optimumTol; an
+	// exact learner only: noProgress), at
 	// a stationary point above it, for exact RLVR anywhere else
 	// (ErrStalled), and for the other trainers anywhere else.
 	StopOptimum     Stop = "optimum"
