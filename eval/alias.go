@@ -210,15 +210,14 @@ func (w *wyrand) next() uint64 {
 const lanes = 4
 
 // lane is one rollout in progress in a worker's interleaved walk: its
-// entries go to the end of out.entries, from start to at most end (its
-// horizon).
+// entries go to the end of out.entries, up to end (its horizon).
 type lane struct {
-	out        *agentWorker
-	i          int // the rollout; -1 when the lane is idle
-	at         nextRecord
-	r          wyrand
-	target     uint32
-	start, end int
+	out    *agentWorker
+	i      int // the rollout; -1 when the lane is idle
+	at     nextRecord
+	r      wyrand
+	target uint32
+	end    int
 }
 
 // walkLanes advances the four lanes together by up to steps transitions
@@ -292,7 +291,7 @@ func (t *aliasTable) rolloutsLanes(ctx context.Context, outs []*agentWorker, hor
 		}
 		target, r := begin(l.i)
 		n := len(l.out.entries)
-		l.at, l.r, l.target, l.start, l.end = t.start, r, uint32(target), n, n+horizon
+		l.at, l.r, l.target, l.end = t.start, r, uint32(target), n+horizon
 		if l.end < n { // overflow
 			l.end = math.MaxInt
 		}

@@ -98,13 +98,21 @@ func groupAdvantages(k Kind, r []float64, g int) (adv []float64, flat int) {
 }
 
 // perToken repeats each rollout's value over its tokens.
-func perToken(v []float64, lens []int) []float64 {
-	var out []float64
-	for i, l := range lens {
-		for range l {
-			out = append(out, v[i])
+func perToken(v []float64, lens []int) []float64 { return perTokenInto(nil, v, lens) }
+
+// perTokenInto is perToken written into dst's memory when it is large
+// enough, rollouts in parallel.
+func perTokenInto(dst, v []float64, lens []int) []float64 {
+	starts, n := rolloutStarts(lens)
+	out := kernels.Grow(dst, n)
+	kernels.ParallelFor(len(lens), 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			toks := out[starts[i] : starts[i]+lens[i]]
+			for t := range toks {
+				toks[t] = v[i]
+			}
 		}
-	}
+	})
 	return out
 }
 
@@ -123,19 +131,10 @@ type lossDivs struct {
 	tok     []float64 // perToken's memory
 }
 
-// perToken returns the lossDivs token by token, rollouts in parallel,
-// into memory reused from step to step.
+// perToken returns the divisors token by token, into memory reused from
+// step to step.
 func (d *lossDivs) perToken() []float64 {
-	starts, n := rolloutStarts(d.lens)
-	d.tok = kernels.Grow(d.tok, n)
-	kernels.ParallelFor(len(d.lens), 1, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			v, out := d.rollout[i], d.tok[starts[i]:starts[i]+d.lens[i]]
-			for t := range out {
-				out[t] = v
-			}
-		}
-	})
+	d.tok = perTokenInto(d.tok, d.rollout, d.lens)
 	return d.tok
 }
 
