@@ -236,8 +236,8 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 		if a, ok := t.l.(abcdReporter); ok && logged {
 			a.abcd(&row)
 		}
-		if logged && t.cfg.Trainer.Sampled() {
-			t.smp.resolveEntropy(&row)
+		if logged {
+			t.smp.resolveEntropy(&row) // nil for a trainer that samples nothing
 		}
 		if h.Row != nil && logged {
 			if err := h.Row(row); err != nil {
