@@ -34,7 +34,15 @@ func TestGivenDefaultsFirst(t *testing.T) {
 			return c.Train.Optim.Name == "adam" && c.Train.Optim.LR == 0.025 && c.Train.Rollouts == 256 && c.Train.Epochs == 2
 		}},
 		{`{"model": "transformer", "train": {"trainer": "ppo"}}`, func(c Config) bool {
-			return c.Train.Optim.LR == 0.0003 && c.Train.Rollouts == 128 && c.Train.Baseline == "fork" && c.Transformer.TableLR == 0.025
+			return c.Train.Optim.LR == 0.001 && c.Train.Rollouts == 128 && c.Train.Baseline == "fork" && c.Transformer.TableLR == 0.025
+		}},
+		// The defaults study's rates (docs/defaults.md): 1e-3 for PPO, 3e-3
+		// for the transformer's other sampled trainers.
+		{`{"model": "transformer", "train": {"trainer": "grpo"}}`, func(c Config) bool {
+			return c.Train.Optim.Name == "adam" && c.Train.Optim.LR == 0.003 && c.Train.Baseline == "group" && c.Train.HorizonFactor == 2
+		}},
+		{`{"model": "transformer", "train": {"trainer": "reinforce"}}`, func(c Config) bool {
+			return c.Train.Optim.LR == 0.003 && c.Train.Baseline == "fork" && c.Train.HorizonFactor == 20
 		}},
 		// An optimiser named without a rate: the trainer's rate when it is
 		// the trainer's optimiser, the paper's 0.01 otherwise.

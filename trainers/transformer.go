@@ -21,37 +21,37 @@ func init() {
 	register(TransformerModel, modelSpec{
 		kinds: []Kind{SFT, Distill, Reinforce, PPO, GRPO, RLOO, DrGRPO},
 		why:   "the exact trainers need a Markov policy; it starts from a bigram, not from pretraining",
-		// Adam at lr 0.003 for sampled RLVR (0.01 and above diverge: every
-		// weight matrix moves by about lr per step, and together they move
-		// the logits far more than the bigram's own lr would), 64 rollouts
-		// per step and the fork baseline (PPO at W=K=3, L=2 is below the
-		// bigram's limit after 40 steps with it, 140 with the state
-		// baseline).
+		// Sampled RLVR: the defaults study's choice (docs/defaults.md,
+		// written by `train reproduce defaults -docs docs`; its reading,
+		// docs/defaults-notes.md): grids of three rates over 3 seeds at
+		// W=K=5, L=3, PPO checked at the paper's size.
 		defaults: func(k Kind, d *Config) {
-			// Sampled RLVR, tuned at the paper's size (W=K=15, L=5) and
-			// checked at W=K=5, L=3 and W=K=8, L=3 (README, the transformer
-			// section): Adam at 3e-4 for the attention and embeddings
-			// (at the paper's size, seed 1, with today's stop rules, 3e-4
-			// stops itself at 932.8 ± 18.0 and 1e-3 at 910.0 ± 17.8 on
-			// more tokens, within each other's intervals; 1e-4 ends on a
-			// plateau at 956.6, and 3e-3 with table rate 0.05 diverges.
-			// The defaults study's rule picks 1e-3 for PPO and 3e-3 for
-			// the other sampled trainers; they have not moved yet, since
-			// fig7 and compare-learners ran at 3e-4: docs/defaults-notes.md.
-			// The table's own rate is TransformerOptions.TableLR), 128
-			// rollouts, the fork baseline, and a horizon of 20 hitting
-			// times. The paper's 2 cuts many early rollouts, and their
-			// bootstrapped returns at the fork then push the policy away
-			// from the branches' entries before it improves (the bigram
-			// under the same PPO does the same: 2.2G sampled tokens to
-			// within 5% of the limit at horizon 2, 1.7G at 20).
+			// PPO: Adam 1e-3 for the attention and embeddings (at W=K=5,
+			// 5.2M sampled tokens to within 5% against 6.8M at 3e-4; 3e-3,
+			// faster there, diverges at the paper's size with table rate
+			// 0.05, and the rule takes only rates seen to work there;
+			// 1e-3 stops itself within 5% there on seeds 1-3). REINFORCE,
+			// GRPO, RLOO and Dr. GRPO: Adam 3e-3, the grids' best (the
+			// group-relative three get no rate to their stop within 30M
+			// tokens at W=K=5; 3e-3 ends lowest). The table's own rate is
+			// TransformerOptions.TableLR. 128 rollouts, the fork baseline,
+			// and a horizon of 20 hitting times: the paper's 2 cuts many
+			// early rollouts, and their bootstrapped returns at the fork
+			// then push the policy away from the branches' entries before
+			// it improves (the bigram under the same PPO does the same:
+			// 2.2G sampled tokens to within 5% of the limit at horizon 2,
+			// 1.7G at 20).
 			// Its hitting time is a Monte Carlo estimate: a run stops once
 			// a confirmation of 10,000 fresh rollouts puts the whole 95%
 			// interval within 5% of the optimum, and its rows come every
 			// LogEvery steps, so patience counts 10 of them.
 			d.Until, d.LRDecay, d.Patience, d.Halvings = 0.05, "plateau", 100, 3
 			if k.Sampled() {
-				d.Optim = solvers.Config{Name: "adam", LR: 0.0003, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+				lr := 0.003
+				if k == PPO {
+					lr = 0.001
+				}
+				d.Optim = solvers.Config{Name: "adam", LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 				d.Rollouts = 128
 				// The group-relative trainers keep their group baseline
 				// and the paper's horizon of 2: with 20, GRPO at W=K=3,

@@ -204,12 +204,13 @@
 //	                       256 rollouts, horizon factor 2, adam at lr 0.025 for
 //	                       ppo, grpo, rloo and dr-grpo, 0.1 for reinforce; fork
 //	                       baseline (grpo, rloo, dr-grpo: group) (docs/defaults.md)
-//	transformer            sampled trainers: adam at lr 0.0003 (the logit table at
+//	transformer            sampled trainers: adam at lr 0.001 for ppo, 0.003 for
+//	                       reinforce, grpo, rloo and dr-grpo (the logit table at
 //	                       -table-lr: 0.025 for ppo, the bigram's rate for the
 //	                       others), 128 rollouts, fork baseline and horizon
-//	                       factor 20 (tuned at the paper's size; grpo, rloo,
-//	                       dr-grpo: group baseline, horizon factor 2); sft, distill: sign descent at lr 0.01, 256
-//	                       sequences per step
+//	                       factor 20 (grpo, rloo, dr-grpo: group baseline,
+//	                       horizon factor 2) (docs/defaults.md); sft, distill:
+//	                       sign descent at lr 0.01, 256 sequences per step
 //	An optimizer named without -lr takes the default rate when it is the default
 //	optimizer, and 0.01 otherwise; -init-mode identity without -dim takes dim 0
 //	(the vocabulary); -table-lr follows -lr where its default is -lr.

@@ -207,7 +207,7 @@ func TestConfigFileAndFlagsResolveAlike(t *testing.T) {
 		if string(a) != string(b) {
 			t.Errorf("%s: config file resolves to\n%s\nflags to\n%s", model, a, b)
 		}
-		want := map[string]string{"bigram": "adam 0.025 256 fork 2", "transformer": "adam 0.0003 128 fork 20"}[model]
+		want := map[string]string{"bigram": "adam 0.025 256 fork 2", "transformer": "adam 0.001 128 fork 20"}[model]
 		tr := fromFile.cfg.Train
 		if got := fmt.Sprintf("%s %g %d %s %g", tr.Optim.Name, tr.Optim.LR, tr.Rollouts, tr.Baseline, tr.HorizonFactor); got != want {
 			t.Errorf("%s ppo resolves to %s, want %s", model, got, want)
