@@ -41,7 +41,8 @@ type Summary struct {
 	// for the RL trainers, the closest to the limit for sft and distill),
 	// at step BestStep; for a transformer the last estimate whose whole
 	// interval beat the best before it, chosen among noisy ones, so biased
-	// low, with its half-width.
+	// low, with its half-width (absent when that row is a lower bound:
+	// some rollouts of its batch missed).
 	BestHittingTime *float64 `json:"best_hitting_time"`
 	BestStep        int      `json:"best_step"`
 	BestCI95        *float64 `json:"best_hitting_time_ci95,omitempty"`

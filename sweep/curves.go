@@ -43,7 +43,11 @@ func writeFigures(dir string, groups []*Group, label []string) ([]string, error)
 			if len(parts) == 0 {
 				parts = []string{g.Fields["model"], g.Fields["trainer"]}
 			}
-			band.Name = fmt.Sprintf("%s (%d seeds)", strings.Join(parts, " "), g.Counted)
+			seeds := "seeds"
+			if g.Counted == 1 {
+				seeds = "seed"
+			}
+			band.Name = fmt.Sprintf("%s (%d %s)", strings.Join(parts, " "), g.Counted, seeds)
 			bands = append(bands, band)
 			if !math.IsNaN(g.Limit) && g.Limit > 0 {
 				limits[g.Limit] = true

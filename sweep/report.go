@@ -40,13 +40,20 @@ type Group struct {
 // values (a transformer's) it is the excess beyond both 95% intervals, 0
 // when they overlap: the best row is the lowest of many noisy estimates,
 // so its value alone is biased low, and a difference the two estimates do
-// not resolve is not a run wandering off.
+// not resolve is not a run wandering off. A Monte Carlo best row with no
+// interval is a lower bound (some rollouts of its batch missed: the
+// transformer's group-relative trainers at their horizon of 2), and the
+// excess over a bound is NaN: not known. Summaries written before runs
+// said so hold 0 for that interval, and read as before.
 func aboveBest(s *experiment.Summary) float64 {
 	f, b := experiment.Value(s.FinalHittingTime), experiment.Value(s.BestHittingTime)
 	if !(f > 0 && b > 0) {
 		return math.NaN()
 	}
 	fc, bc := experiment.Value(s.FinalCI95), experiment.Value(s.BestCI95)
+	if s.FinalCI95 != nil && s.BestCI95 == nil {
+		return math.NaN()
+	}
 	if fc > 0 || bc > 0 {
 		return math.Max(0, (f-math.Max(fc, 0))-(b+math.Max(bc, 0))) / b
 	}

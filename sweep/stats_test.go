@@ -84,4 +84,10 @@ func TestAboveBestResolvesMonteCarlo(t *testing.T) {
 			t.Errorf("final %g ± %g, best %g ± %g: above best %g, want %g", c.final, c.fci, c.best, c.bci, got, c.want)
 		}
 	}
+	// A Monte Carlo best with no interval is a lower bound: the excess
+	// over it is not known.
+	s := &experiment.Summary{FinalHittingTime: f(19.95), FinalCI95: f(0.33), BestHittingTime: f(14.53)}
+	if got := aboveBest(s); !math.IsNaN(got) {
+		t.Errorf("final 19.95 ± 0.33 over a best that is a lower bound, 14.53: above best %g, want NaN", got)
+	}
 }

@@ -59,11 +59,12 @@ type progress struct {
 	Measured bool `json:"measured"`
 	// Best is the best distance so far (distance), at step BestStep, where
 	// the hitting time was BestHitting with Monte Carlo half-width
-	// BestCI95 (0 when exact).
+	// BestCI95 (0 when exact; NaN, null in JSON, for a Monte Carlo row
+	// that is a lower bound: some rollouts missed, so it has no interval).
 	Best        float64  `json:"best"`
 	BestStep    int      `json:"best_step"`
 	BestHitting nullable `json:"best_hitting_time"`
-	BestCI95    float64  `json:"best_ci95"`
+	BestCI95    nullable `json:"best_ci95"`
 	// Since is the step patience counts from: the best's, or the last
 	// halving's when that came later.
 	Since int `json:"since"`
@@ -103,7 +104,11 @@ func (t *Trainer) track(row Row) bool {
 		ci = row.HittingTimeCI95 // below the best: noise is no progress
 	}
 	if d := t.distance(row); !p.Measured || d+ci < p.Best-improveTol*math.Abs(p.Best) {
-		*p = progress{Measured: true, Best: d, BestStep: t.done, BestHitting: nullable(row.HittingTime), BestCI95: ci, Since: t.done, Halvings: p.Halvings}
+		bestCI := ci // as the row has it: NaN for a lower bound
+		if row.Estimated {
+			bestCI = row.HittingTimeCI95
+		}
+		*p = progress{Measured: true, Best: d, BestStep: t.done, BestHitting: nullable(row.HittingTime), BestCI95: nullable(bestCI), Since: t.done, Halvings: p.Halvings}
 		if c, ok := t.l.(tensorCopier); ok && t.cfg.Patience > 0 {
 			t.best = c.copyTensors(t.best)
 		} else if t.cfg.Patience > 0 {
@@ -224,7 +229,8 @@ func (t *Trainer) endAtBest(ctx context.Context, row Row) (Row, error) {
 }
 
 // Best is the run's best metrics row so far: its step, hitting time and,
-// for a Monte Carlo learner, its 95% half-width (0 when exact). A Monte
+// for a Monte Carlo learner, its 95% half-width (0 when exact; NaN when
+// the row is a lower bound, some of its rollouts having missed). A Monte
 // Carlo best is the last row whose whole interval beat the best before it,
 // chosen among noisy estimates, so biased low: the run's final value
 // (Trainer.Final) is measured afresh.
@@ -232,7 +238,7 @@ func (t *Trainer) Best() (step int, hitting, ci95 float64) {
 	if !t.prog.Measured {
 		return 0, math.NaN(), math.NaN()
 	}
-	return t.prog.BestStep, float64(t.prog.BestHitting), t.prog.BestCI95
+	return t.prog.BestStep, float64(t.prog.BestHitting), float64(t.prog.BestCI95)
 }
 
 // noProgress classifies a run that ran out of patience: at the exact

@@ -2,6 +2,7 @@ package trainers
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -168,6 +169,37 @@ func TestPatienceCountsNearTheTarget(t *testing.T) {
 	}
 }
 
+// TestLowerBoundBestHasNoInterval: a Monte Carlo row whose batch had
+// misses is a lower bound with no interval (transformer.measure); as the
+// best it keeps no interval (Best's NaN, null through a checkpoint's JSON),
+// where it used to be given a half-width of 0, printed "± 0". An exact
+// best keeps 0, an estimate its half-width.
+func TestLowerBoundBestHasNoInterval(t *testing.T) {
+	tr := &Trainer{cfg: Defaults(GRPO, TransformerModel), limit: 25, l: noTensors{}}
+	tr.track(Row{HittingTime: 14.53, HittingTimeCI95: math.NaN(), MCSuccessRate: 0.88, Estimated: true})
+	if _, h, ci := tr.Best(); h != 14.53 || !math.IsNaN(ci) {
+		t.Errorf("lower bound 14.53 as the best: %g ± %g, want 14.53 with no interval", h, ci)
+	}
+	data, err := json.Marshal(tr.prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back progress
+	if err := json.Unmarshal(data, &back); err != nil || !math.IsNaN(float64(back.BestCI95)) {
+		t.Errorf("through JSON (%s): best interval %v (%v), want NaN", data, back.BestCI95, err)
+	}
+	tr.done = 10
+	tr.track(Row{HittingTime: 12, HittingTimeCI95: 0.5, MCSuccessRate: 1, Estimated: true})
+	if _, h, ci := tr.Best(); h != 12 || ci != 0.5 {
+		t.Errorf("estimate 12 ± 0.5 as the best: %g ± %g", h, ci)
+	}
+	exact := &Trainer{cfg: Defaults(PPO, BigramModel), limit: 25, l: noTensors{}}
+	exact.track(Row{HittingTime: 30, HittingTimeCI95: math.NaN()})
+	if _, _, ci := exact.Best(); ci != 0 {
+		t.Errorf("exact best: interval %g, want 0", ci)
+	}
+}
+
 // TestEstimatedStopRule: a Monte Carlo row meets the stop rule when every
 // rollout hit and its whole interval is within until of the limit: for the
 // RL trainers only from above (a transformer can beat the bigram's
@@ -242,6 +274,8 @@ func TestDefaultRunsEndAtTheirBest(t *testing.T) {
 			}
 			step, best, bestCI := tr.Best()
 			switch stop := tr.Stop(); {
+			case f.Estimated && math.IsNaN(bestCI):
+				t.Errorf("the best row (step %d, %.6g) is a lower bound: how far the final %.6g ends above it is not known", step, best, f.HittingTime)
 			case stop != StopUntil && stop != StopPlateau && stop != StopOptimum:
 				t.Errorf("stopped by %s at step %d, want its rule or a plateau", stop, tr.Steps())
 			case !f.Estimated && f.HittingTime > 1.01*best:
@@ -262,7 +296,7 @@ func TestDefaultRunsEndAtTheirBest(t *testing.T) {
 func TestMonteCarloBestIsNoOptimum(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
 	tr := newTrainer(t, ppoConfig(), DefaultTransformerOptions(PPO), g, nil)
-	tr.prog = progress{Measured: true, Best: 0, BestHitting: nullable(0.8 * tr.Limit()), BestCI95: 0.1 * tr.Limit()}
+	tr.prog = progress{Measured: true, Best: 0, BestHitting: nullable(0.8 * tr.Limit()), BestCI95: nullable(0.1 * tr.Limit())}
 	if got := tr.noProgress(); got != StopPlateau {
 		t.Errorf("transformer: %s, want plateau", got)
 	}

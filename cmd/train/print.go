@@ -50,6 +50,9 @@ func printSummary(w io.Writer, s experiment.Summary) {
 		note := ""
 		if s.StopHittingTime != nil {
 			note = ", chosen among noisy estimates (biased low)"
+			if s.BestCI95 == nil {
+				note = ", a lower bound: some rollouts of its batch missed"
+			}
 		}
 		fmt.Fprintf(w, "  %-28s %14s   at step %d%s\n", "best row", estimate(s.BestHittingTime, s.BestCI95, nil), s.BestStep, note)
 	}
