@@ -54,10 +54,11 @@ func init() {
 				d.Optim = solvers.Config{Name: "adam", LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 				d.Rollouts = 128
 				// The group-relative trainers keep their group baseline
-				// and the paper's horizon of 2: with 20, GRPO at W=K=3,
-				// L=2 climbed from 273 to 6392 in 100 steps (seed 1; seed
-				// 2 recovered to 48), with 2 it reached 38 (seed 1; 39
-				// seed 2; the limit is 35).
+				// and the paper's horizon of 2: at 3e-4, with 20, GRPO at
+				// W=K=3, L=2 climbed from 273 to 6392 in 100 steps (seed
+				// 1), with 2 it reached 38. At 3e-3 the two are mixed: 2
+				// ends at 38.9 and 41.3 (seeds 1, 2), 20 at 46.7 and 35.9
+				// (docs/sampled-rlvr.md; the limit is 35).
 				if !k.Grouped() {
 					d.Baseline, d.HorizonFactor = "fork", 20
 				}
