@@ -143,8 +143,9 @@ type feasible func(model, trainer, setting string) (known, ok bool)
 
 // paperFeasible reads the paper-size groups into a feasible: a setting
 // holds when it was swept at the paper's size and no seed ended there
-// shown to be further than Within from the limit (endedWithin). Where a family was swept at the paper's
-// size, a setting it did not sweep is known and does not hold: a default
+// shown to be further than Within from the limit (endedWithin). Where a
+// family was swept at the paper's size, a setting it did not sweep is
+// known and does not hold: a default
 // must have been seen to work at the paper's size (the transformer's PPO
 // at W=K=5, L=3 prefers rates that diverge there, and its grid at the
 // paper's size is the default and its neighbours). A family never swept

@@ -50,10 +50,10 @@ func aboveBest(s *experiment.Summary) float64 {
 	if !(f > 0 && b > 0) {
 		return math.NaN()
 	}
-	fc, bc := experiment.Value(s.FinalCI95), experiment.Value(s.BestCI95)
 	if s.FinalCI95 != nil && s.BestCI95 == nil {
 		return math.NaN()
 	}
+	fc, bc := experiment.Value(s.FinalCI95), experiment.Value(s.BestCI95)
 	if fc > 0 || bc > 0 {
 		return math.Max(0, (f-math.Max(fc, 0))-(b+math.Max(bc, 0))) / b
 	}

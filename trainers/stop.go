@@ -104,9 +104,9 @@ func (t *Trainer) track(row Row) bool {
 		ci = row.HittingTimeCI95 // below the best: noise is no progress
 	}
 	if d := t.distance(row); !p.Measured || d+ci < p.Best-improveTol*math.Abs(p.Best) {
-		bestCI := ci // as the row has it: NaN for a lower bound
+		bestCI := 0.0 // exact
 		if row.Estimated {
-			bestCI = row.HittingTimeCI95
+			bestCI = row.HittingTimeCI95 // NaN for a lower bound
 		}
 		*p = progress{Measured: true, Best: d, BestStep: t.done, BestHitting: nullable(row.HittingTime), BestCI95: nullable(bestCI), Since: t.done, Halvings: p.Halvings}
 		if c, ok := t.l.(tensorCopier); ok && t.cfg.Patience > 0 {
