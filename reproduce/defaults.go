@@ -145,11 +145,10 @@ type feasible func(model, trainer, setting string) (known, ok bool)
 // holds when it was swept at the paper's size and no seed ended there
 // shown to be further than Within from the limit (endedWithin). Where a
 // family was swept at the paper's size, a setting it did not sweep is
-// known and does not hold: a default
-// must have been seen to work at the paper's size (the transformer's PPO
-// at W=K=5, L=3 prefers rates that diverge there, and its grid at the
-// paper's size is the default and its neighbours). A family never swept
-// there is not known.
+// known and does not hold: a default must have been seen to work at the
+// paper's size (the transformer's PPO at W=K=5, L=3 prefers rates that
+// diverge there, and its grid at the paper's size is the default and its
+// neighbours). A family never swept there is not known.
 func paperFeasible(groups []*sweep.Group) feasible {
 	ok, swept := map[string]bool{}, map[string]bool{}
 	for _, g := range groups {
@@ -229,8 +228,8 @@ func choices(groups []*sweep.Group, paper feasible) []choice {
 // grid's best setting and the code's default, then every group. A default
 // is the best of its W=K=5, L=3 grid among the settings seen to get every
 // seed within 5% of the limit at the paper's size (a Monte Carlo final by
-// its interval: endedWithin), for the families swept
-// there (paperFeasible). The claim holds when every default is that
+// its interval: endedWithin), for the families swept there
+// (paperFeasible). The claim holds when every default is that
 // setting, but for the bigram's exact trainers, which keep the paper's sign
 // descent at lr 0.01 (DESIGN.md: the headline is the paper's experiment)
 // and whose grids are shown.
