@@ -131,8 +131,8 @@ func settingOf(c experiment.Config) string {
 }
 
 // stoppingNote introduces the stopping sweep on the defaults' page.
-const stoppingNote = `The sampled trainers that do not reach 1% of the optimum at W=K=5, L=3 (REINFORCE and PPO with the
-state baseline, GRPO, RLOO, Dr. GRPO), each at its default rate, with the default stop rules (lr_decay
+const stoppingNote = `The sampled trainers that do not reach 1% of the optimum on every seed at W=K=5, L=3 (REINFORCE and
+PPO with the state baseline, GRPO, RLOO, Dr. GRPO), each at its default rate, with the default stop rules (lr_decay
 plateau: the rate halved after -patience steps without a new best, three times, then the run stops with its
 best parameters) and with a constant rate for 3000 steps. "final above best (max)" is how far the run ended
 above the best hitting time it reached, on the worst of its seeds.`

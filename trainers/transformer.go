@@ -137,7 +137,11 @@ type transformerState struct {
 	NextTrace int           `json:"next_trace"`
 	// Est is the hitting time the horizon of step EstStep's rollouts is
 	// taken from (estimate), fixed at the step's first use.
-	Est     float64 `json:"horizon_estimate"`
+	Est float64 `json:"horizon_estimate"`
+	// Bound is the batch's lower bound when MC was measured afresh
+	// because some of the batch's rollouts missed (0: none): the horizon
+	// comes from it.
+	Bound   float64 `json:"horizon_bound,omitempty"`
 	EstStep int     `json:"horizon_step"`
 	// Measured counts the tokens sampled by fresh measurements so far.
 	Measured int `json:"measured_tokens"`

@@ -12,7 +12,8 @@ import (
 // estimate is the hitting time the current step's horizon is taken from:
 // the latest Monte Carlo hitting time when every evaluation rollout hit,
 // and otherwise the mean length with the misses counted at the evaluation
-// horizon: a lower bound. The mean over hits alone would be biased low: a
+// horizon: a lower bound (for a row measured afresh because its batch
+// missed, the batch's bound, Bound). The mean over hits alone would be biased low: a
 // policy that hits one target in 2K+1 steps and loops otherwise would get
 // a horizon too short for any rollout to find the other targets, and no
 // signal to learn them. It is fixed at a step's first call (a measurement
@@ -25,6 +26,8 @@ func (l *transformer) estimate(ctx context.Context) (float64, error) {
 		return l.st.Est, nil
 	}
 	switch {
+	case l.st.MCStep >= 0 && l.st.Bound > 0:
+		l.st.Est = l.st.Bound
 	case l.st.MCStep >= 0:
 		l.st.Est = l.latest()
 	case t.cfg.Trainer.Sampled() && t.done == 0:
@@ -69,10 +72,13 @@ func (l *transformer) latest() float64 {
 //
 // A sampled trainer measures on the step's own batch of rollouts
 // (onBatch), which its update then trains on: on-policy rollouts of the
-// current parameters, an unbiased measurement whenever they all hit. Only
-// a batch whose interval comes near the stop rule's band is followed by
-// a measurement of EvalRollouts fresh rollouts (within EvalTokens), the
-// precision the rule's screen needs; the stop decision and the final
+// current parameters, an unbiased measurement whenever they all hit. A
+// batch whose interval comes near the stop rule's band is followed by a
+// measurement of EvalRollouts fresh rollouts (within EvalTokens), the
+// precision the rule's screen needs; a batch with misses, a bound and no
+// estimate, by one on a tenth of the rollouts the rows in between train
+// on (the horizon still comes from the batch's bound: estimate, Bound,
+// so training does not depend on it); the stop decision and the final
 // value are measured afresh on rollouts of their own (Trainer.confirm,
 // Trainer.Final). At the paper's size the fresh periodic measurements had
 // cost about half as many sampled tokens as training.
@@ -80,13 +86,22 @@ func (l *transformer) measure(ctx context.Context, row *Row) error {
 	t, cfg := l.t, l.t.cfg
 	if l.st.MCStep < 0 || (l.st.MCStep != t.done && (t.done%cfg.LogEvery == 0 || t.done >= cfg.Steps)) {
 		mc, ok, err := l.onBatch(ctx)
-		if err == nil && !ok {
+		bound := 0.0 // the batch's lower bound, where the horizon comes from
+		switch {
+		case err == nil && !ok && mc.N > 0 && mc.SuccessRate < 1:
+			bound = mc.MeanLength
+			// A bound, not an estimate, and not near the band: a tenth
+			// of the rollouts the rows in between train on, enough to
+			// rank the row (a new best beats the best by its whole
+			// interval), at a tenth of training's tokens.
+			mc, err = l.monteCarlo(ctx, min(l.evalRollouts(), max(100, cfg.LogEvery*mc.N/10)), l.freshSeed())
+		case err == nil && !ok:
 			mc, err = l.freshMeasure(ctx)
 		}
 		if err != nil {
 			return fmt.Errorf("trainers: step %d: %w", t.done, err)
 		}
-		l.st.MC, l.st.MCStep = mc, t.done
+		l.st.MC, l.st.MCStep, l.st.Bound = mc, t.done, bound
 	}
 	ci := l.st.MC.CI95
 	if l.st.MC.SuccessRate < 1 {
@@ -120,15 +135,26 @@ func (l *transformer) onBatch(ctx context.Context) (eval.MCResult, bool, error) 
 		return eval.MCResult{}, false, err
 	}
 	mc := b.Summary()
-	near := cfg.Until > 0 && t.limit > 0 && mc.SuccessRate == 1 && mc.HittingTime-2*mc.CI95 <= (1+cfg.Until)*t.limit
+	if mc.SuccessRate < 1 {
+		// Some rollouts missed at the step's horizon: the batch gives only
+		// a lower bound, with no interval, and a row must be an estimate
+		// (the best row is chosen among rows; a bound below the hitting
+		// time would win).
+		return mc, false, nil
+	}
+	near := cfg.Until > 0 && t.limit > 0 && mc.HittingTime-2*mc.CI95 <= (1+cfg.Until)*t.limit
 	return mc, !near, nil
 }
 
 // freshMeasure is a Monte Carlo measurement on EvalRollouts fresh
 // rollouts (evalRollouts), seeded by the step.
 func (l *transformer) freshMeasure(ctx context.Context) (eval.MCResult, error) {
-	t, cfg := l.t, l.t.cfg
-	return l.monteCarlo(ctx, l.evalRollouts(), cfg.Seed^0x1f83d9abfb41bd6b^uint64(t.done)*0x9e3779b97f4a7c15)
+	return l.monteCarlo(ctx, l.evalRollouts(), l.freshSeed())
+}
+
+// freshSeed seeds a fresh measurement by the step.
+func (l *transformer) freshSeed() uint64 {
+	return l.t.cfg.Seed ^ 0x1f83d9abfb41bd6b ^ uint64(l.t.done)*0x9e3779b97f4a7c15
 }
 
 // monteCarlo measures the current policy on n fresh rollouts seeded by

@@ -378,3 +378,37 @@ func checkUnbiased(t *testing.T, full []float64, draws int, draw func(d int) []f
 	}
 	t.Logf("|mean - full| = %.3g, standard error %.3g, |full| = %.3g", diff, se, norm)
 }
+
+// TestMissedBatchRowIsMeasuredAfresh: GRPO's horizon of 2 hitting times
+// cuts some rollouts of its batches; a row whose batch missed is measured
+// afresh, so every row is an estimate (all its fresh rollouts hit, with an
+// interval), never the batch's lower bound, and the fresh tokens are
+// counted apart from training's.
+func TestMissedBatchRowIsMeasuredAfresh(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	cfg := Defaults(GRPO, TransformerModel)
+	cfg.Steps, cfg.LogEvery, cfg.Until, cfg.Patience = 60, 10, 0, 0
+	tr := newTrainer(t, cfg, DefaultTransformerOptions(GRPO), g, nil)
+	l := tr.l.(*transformer)
+	missed, rows := 0, 0
+	_, err := tr.Run(context.Background(), Hooks{Row: func(r Row) error {
+		rows++
+		if l.st.Bound > 0 {
+			missed++
+			if r.HittingTime <= l.st.Bound*0.5 {
+				t.Errorf("step %d: row %.6g far below its batch's bound %.6g", r.Step, r.HittingTime, l.st.Bound)
+			}
+		}
+		if r.MCSuccessRate != 1 || !(r.HittingTimeCI95 > 0) {
+			t.Errorf("step %d: row %.6g ± %.3g, success rate %.3g: a bound, not an estimate", r.Step, r.HittingTime, r.HittingTimeCI95, r.MCSuccessRate)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missed == 0 || l.st.Measured == 0 {
+		t.Fatalf("%d of %d rows from a batch that missed, %d tokens measured: the case is not exercised", missed, rows, l.st.Measured)
+	}
+	t.Logf("%d of %d rows measured afresh after a batch that missed; %d tokens measured", missed, rows, l.st.Measured)
+}
