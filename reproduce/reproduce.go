@@ -203,13 +203,17 @@ func Run(ctx context.Context, names []string, opts Options) ([]Result, error) {
 			fmt.Fprintf(r.log, "%s not copied to %s: it holds rows of -quick runs\n", results, opts.Docs)
 			return rows, nil
 		}
-		data, err := os.ReadFile(results)
-		if err != nil {
-			return rows, err
-		}
-		return rows, checkpoints.WriteFileAtomic(filepath.Join(opts.Docs, ResultsFile), data)
+		return rows, writeResults(filepath.Join(opts.Docs, ResultsFile), paperRows(merged), Stamp(opts.command(names), opts.Docs), names)
 	}
 	return rows, nil
+}
+
+// paperRows are the rows of the paper's entries (Names): the
+// documentation's results.md is the paper's table, whatever studies the
+// out folder's results.md also holds (run in this call or kept from an
+// earlier one).
+func paperRows(rows []Result) []Result {
+	return slices.DeleteFunc(slices.Clone(rows), func(r Result) bool { return !slices.Contains(Names(), r.Entry) })
 }
 
 // command is the command line for the stamp of the pages (Options.Command).

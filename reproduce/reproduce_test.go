@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -27,7 +28,8 @@ func TestEveryEntryHasItsDocFigures(t *testing.T) {
 }
 
 // TestRanPaper: results.md goes to the docs only after every entry of the
-// paper ran (all, with or without the studies), not after some of them.
+// paper ran (all, with or without the studies), not after some of them,
+// and with the paper's rows alone (a study's row stays in the out folder).
 func TestRanPaper(t *testing.T) {
 	rows := func(names ...string) (r []Result) {
 		for _, n := range names {
@@ -49,6 +51,19 @@ func TestRanPaper(t *testing.T) {
 	} {
 		if got := ranPaper(tc.rows); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+		var want []string
+		for _, r := range tc.rows {
+			if slices.Contains(all, r.Entry) {
+				want = append(want, r.Entry)
+			}
+		}
+		var got []string
+		for _, r := range paperRows(tc.rows) {
+			got = append(got, r.Entry)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: the docs' rows %v, want the paper's %v (TestResultsRoundTrip reads them)", tc.name, got, want)
 		}
 	}
 }
