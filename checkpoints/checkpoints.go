@@ -64,6 +64,9 @@ type Checkpoint struct {
 	State json.RawMessage `json:"state,omitempty"`
 	// WallSeconds is the time spent on the run so far.
 	WallSeconds float64 `json:"wall_seconds"`
+	// Code names the code (a commit; "" when unknown) of each process
+	// that trained the run so far, each change once, in order.
+	Code []string `json:"code,omitempty"`
 	// Tensors hold parameters and optimiser state.
 	Tensors []Tensor `json:"-"`
 }

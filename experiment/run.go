@@ -210,9 +210,11 @@ func readSummary(dir string) (Summary, error) {
 func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Options) (Summary, error) {
 	start := time.Now()
 	var before float64 // wall seconds spent before a resume
+	var codes []string // the code that trained the run before
 	if ck != nil {
-		before = ck.WallSeconds
+		before, codes = ck.WallSeconds, ck.Code
 	}
+	codes = withCode(codes, Code())
 	wall := func() float64 { return before + time.Since(start).Seconds() }
 	g, err := tasks.New(cfg.Graph)
 	if err != nil {
@@ -264,7 +266,7 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 		if err != nil {
 			return err
 		}
-		ck.WallSeconds = wall()
+		ck.WallSeconds, ck.Code = wall(), codes
 		return checkpoints.Save(filepath.Join(cfg.Out, CheckpointFile), ck)
 	}
 	last, err := tr.Run(ctx, trainers.Hooks{
@@ -302,7 +304,7 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 		return Summary{}, err
 	}
 	sum, err := summarize(cfg, tr, g, last, final, out, wall())
-	sum.Stalled = stalled
+	sum.Stalled, sum.Code = stalled, codes
 	if err != nil {
 		return Summary{}, err
 	}

@@ -61,6 +61,11 @@ type Summary struct {
 	// RLVR, anywhere else; Stalled is set too) or plateau (the other
 	// trainers, anywhere else); memory (the next batch of rollouts would
 	// not fit max_bytes: the policy diverged).
+	// Code names the code that trained the run: the commit of each
+	// process that did (experiment.Code; "" when the binary records
+	// none, e.g. go build -buildvcs=false), each change once, in order: a
+	// run resumed by newer code lists both.
+	Code        []string      `json:"code"`
 	StopReason  trainers.Stop `json:"stop_reason"`
 	Stalled     bool          `json:"stalled"`
 	Steps       int           `json:"steps"`

@@ -94,7 +94,7 @@ func (r *reproducer) compareLearners(dir string) (string, string, error) {
 		}
 		dirs, runs = append(dirs, p.Out), runs+len(p.Runs)
 	}
-	c, err := sweep.Collect(dirs)
+	c, err := r.collect(dirs)
 	if err != nil {
 		return "", "", err
 	}

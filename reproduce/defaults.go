@@ -259,7 +259,7 @@ func (r *reproducer) defaults(dir string) (string, string, error) {
 		if err := r.execute(defaultsStudy, p); err != nil {
 			return "", "", err
 		}
-		c, err := sweep.Collect([]string{p.Out})
+		c, err := r.collect([]string{p.Out})
 		if err != nil {
 			return "", "", err
 		}

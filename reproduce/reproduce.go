@@ -20,6 +20,7 @@ import (
 	"github.com/rlvr-backtrack/backtrack/checkpoints"
 	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/figures"
+	"github.com/rlvr-backtrack/backtrack/sweep"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -29,6 +30,9 @@ type Result struct {
 	Agrees                        string // "yes", "no" or "imprecise" (paper's statement off, the effect holds)
 	Seconds                       float64
 	Quick                         bool // run at reduced sizes (-quick)
+	// Code counts the runs behind the row by the code that made them
+	// (codeKey); empty for a row read back from results.md.
+	Code map[string]int
 }
 
 // entry is one result of the paper that train reproduce regenerates.
@@ -43,6 +47,7 @@ type reproducer struct {
 	out   string
 	quick bool
 	log   io.Writer
+	code  map[string]int // the current entry's runs by their code (saw)
 }
 
 // entries lists every result of the paper, in the order of the paper.
@@ -170,7 +175,8 @@ func Run(ctx context.Context, names []string, opts Options) ([]Result, error) {
 			opts.Started(len(rows), len(names), e.name)
 		}
 		t := time.Now()
-		row := Result{Entry: e.name, Claim: e.claim, Paper: e.paper, Quick: opts.Quick}
+		r.code = map[string]int{}
+		row := Result{Entry: e.name, Claim: e.claim, Paper: e.paper, Quick: opts.Quick, Code: r.code}
 		dir := filepath.Join(opts.Out, e.name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return rows, err
@@ -312,7 +318,7 @@ func writeStudyPage(dir, docs string, row Result, stamp string) error {
 		return fmt.Errorf("reproduce %s: its table for the docs: %w", row.Entry, err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s (a study beyond the paper, run by name)\n\n%s\n\n", row.Entry, stamp)
+	fmt.Fprintf(&b, "# %s (a study beyond the paper, run by name)\n\n%s%s\n\n", row.Entry, stamp, runsMade(row.Code))
 	fmt.Fprintf(&b, "Claim: %s.\n\nMeasured: %s. Agreement: %s.\n\n", row.Claim, row.Measured, row.Agrees)
 	if bytes.HasPrefix(data, []byte("# ")) { // the table's own title: the page has one
 		_, data, _ = bytes.Cut(data, []byte("\n"))
@@ -376,7 +382,32 @@ func (r *reproducer) sized(full, quick int) int {
 // trainEntry runs one training into dir and returns its summary.
 func (r *reproducer) trainEntry(dir string, rc experiment.Config) (experiment.Summary, error) {
 	rc.Out = dir
-	return experiment.Run(r.ctx, rc, experiment.Options{Force: true})
+	s, err := experiment.Run(r.ctx, rc, experiment.Options{Force: true})
+	if err == nil {
+		r.saw(s)
+	}
+	return s, err
+}
+
+// collect is sweep.Collect, noting the code of each completed run (saw).
+func (r *reproducer) collect(dirs []string) (*sweep.Collection, error) {
+	c, err := sweep.Collect(dirs)
+	if err != nil {
+		return nil, err
+	}
+	for _, run := range c.Runs {
+		if run.Summary != nil {
+			r.saw(*run.Summary)
+		}
+	}
+	return c, nil
+}
+
+// saw counts a run behind the current entry by its code.
+func (r *reproducer) saw(s experiment.Summary) {
+	if r.code != nil {
+		r.code[codeKey(s.Code)]++
+	}
 }
 
 func rel(x, y float64) float64 { return math.Abs(x-y) / math.Abs(y) }

@@ -82,7 +82,8 @@ func TestStudyPage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	row := Result{Entry: compareLearners, Claim: "a claim", Measured: "a measurement", Agrees: "yes", Seconds: 12}
+	row := Result{Entry: compareLearners, Claim: "a claim", Measured: "a measurement", Agrees: "yes", Seconds: 12,
+		Code: map[string]int{"0123456789ab": 3, "": 1, "0123456789ab then ba9876543210": 1}}
 	if err := copyFigures(dir, docs, row.Entry); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,8 @@ func TestStudyPage(t *testing.T) {
 	if strings.Contains(string(page), "# Sweep aggregate") {
 		t.Errorf("the page keeps the table's own title:\n%s", page)
 	}
-	for _, want := range []string{"# compare-learners", stamp, "Measured: a measurement. Agreement: yes.", strings.TrimPrefix(files["summary.md"], "# Sweep aggregate\n\n"),
+	for _, want := range []string{"# compare-learners", stamp + " Its 5 runs: made 3 at commit 0123456789ab, 1 at no recorded commit (a binary built without VCS stamping), " +
+		"1 at commit 0123456789ab then ba9876543210.\n", "Measured: a measurement. Agreement: yes.", strings.TrimPrefix(files["summary.md"], "# Sweep aggregate\n\n"),
 		"![compare-learners-W3K3L2](compare-learners-W3K3L2.png)", "![compare-learners-W15K15L5](compare-learners-W15K15L5.png)"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("page lacks %q:\n%s", want, page)
@@ -120,6 +122,28 @@ func TestStudyPage(t *testing.T) {
 	}
 	if err := copyFigures(t.TempDir(), docs, rlvrAlgorithms); err == nil {
 		t.Error("a study without its figures: no error")
+	}
+}
+
+// TestRunsMade: the sentence after a page's stamp names the code of its
+// runs, one commit or a count per commit, and nothing for a page without
+// runs.
+func TestRunsMade(t *testing.T) {
+	for _, tc := range []struct {
+		code map[string]int
+		want string
+	}{
+		{nil, ""},
+		{map[string]int{"0123456789ab": 1}, " Its 1 run: made at commit 0123456789ab."},
+		{map[string]int{"0123456789ab": 201}, " Its 201 runs: made at commit 0123456789ab."},
+		{map[string]int{"aaaaaaaaaaaa": 2, "bbbbbbbbbbbb": 2, "cccccccccccc+dirty": 7}, " Its 11 runs: made 7 at commit cccccccccccc+dirty, 2 at commit aaaaaaaaaaaa, 2 at commit bbbbbbbbbbbb."},
+	} {
+		if got := runsMade(tc.code); got != tc.want {
+			t.Errorf("runsMade(%v) = %q, want %q", tc.code, got, tc.want)
+		}
+	}
+	if got := codeKey([]string{"aaaaaaaaaaaa", ""}); got != "" {
+		t.Errorf("a run resumed by a binary without its commit: %q, want unknown", got)
 	}
 }
 

@@ -159,6 +159,13 @@ func writeResults(path string, rows []Result, stamp string, ran []string) error 
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Results\n\n%s %s; %.0f s in all.", stamp, sizes, total)
+	code := map[string]int{}
+	for _, r := range rows {
+		for k, n := range r.Code {
+			code[k] += n
+		}
+	}
+	b.WriteString(runsMade(code))
 	if len(kept) > 0 {
 		fmt.Fprintf(&b, " The rows of %s are kept from earlier calls.", strings.Join(kept, ", "))
 	}

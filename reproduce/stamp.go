@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
-	"runtime/debug"
+	"sort"
 	"strings"
 	"time"
+
+	"github.com/rlvr-backtrack/backtrack/experiment"
 )
 
 // Stamp says what produced a page of the documentation: the command, the
@@ -21,28 +21,12 @@ func Stamp(command, docs string) string {
 
 // commit is the code's commit: from the binary's build information, or
 // else (go run and go test do not record it) from git in the docs folder's
-// repository; "unknown" outside one.
+// repository, whose changes inside the docs folder (the pages being
+// written) do not count as uncommitted; "unknown" outside one.
 func commit(dir string) string {
-	rev, modified := "", false
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-	}
+	rev, modified := experiment.BuildRevision()
 	if rev == "" && dir != "" {
-		abs, err := filepath.Abs(dir)
-		if err == nil {
-			if out, err := exec.Command("git", "-C", abs, "rev-parse", "HEAD").Output(); err == nil {
-				rev = strings.TrimSpace(string(out))
-				st, err := exec.Command("git", "-C", abs, "status", "--porcelain", "--untracked-files=no", "--", ":/", ":!.").Output()
-				modified = err == nil && len(strings.TrimSpace(string(st))) > 0
-			}
-		}
+		rev, modified = experiment.GitRevision(dir, "", ":/", ":!.")
 	}
 	if rev == "" {
 		return "unknown"
@@ -71,4 +55,59 @@ func Machine() string {
 		}
 	}
 	return fmt.Sprintf("%s, %d cores, %s/%s, %s", cpu, runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+// codeKey names the code that made a run (Summary.Code): its commits in
+// order, joined by " then " when a resume changed them; "" when no
+// process that trained it recorded its commit.
+func codeKey(codes []string) string {
+	for _, c := range codes {
+		if c == "" {
+			return ""
+		}
+	}
+	return strings.Join(codes, " then ")
+}
+
+// runsMade is the sentence that follows a page's stamp: which code made
+// the runs behind it (code: runs by codeKey), the most runs first; ""
+// when the page has no runs. The stamp's commit is the code that
+// aggregated them, which may be newer.
+func runsMade(code map[string]int) string {
+	total := 0
+	var keys []string
+	for k, n := range code {
+		total += n
+		keys = append(keys, k)
+	}
+	if total == 0 {
+		return ""
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if code[keys[i]] != code[keys[j]] {
+			return code[keys[i]] > code[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	name := func(k string) string {
+		if k == "" {
+			return "no recorded commit (a binary built without VCS stamping)"
+		}
+		return "commit " + k
+	}
+	if len(keys) == 1 {
+		return fmt.Sprintf(" Its %d run%s: made at %s.", total, plural(total), name(keys[0]))
+	}
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d at %s", code[k], name(k)))
+	}
+	return fmt.Sprintf(" Its %d runs: made %s.", total, strings.Join(parts, ", "))
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -45,7 +45,7 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 	for _, run := range p.Runs {
 		dirs = append(dirs, run.Dir)
 	}
-	c, err := sweep.Collect(dirs)
+	c, err := r.collect(dirs)
 	if err != nil {
 		return "", "", err
 	}
