@@ -71,3 +71,16 @@ func BenchmarkAnalyzeL(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckPolicy times the validation of a policy at the paper's
+// size, which exact RLVR runs on every step's policy.
+func BenchmarkCheckPolicy(b *testing.B) {
+	g := graph(b, tasks.Config{W: 15, K: 15, L: 5})
+	probs := PolicyPretrained(g)
+	for b.Loop() {
+		if err := CheckPolicy(g, probs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(probs))*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+}

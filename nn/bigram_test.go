@@ -390,3 +390,21 @@ func BenchmarkExpectedCostStep(b *testing.B) { benchStep(b, (*Bigram).ExpectedCo
 
 // BenchmarkWeightedLogLikStep times a cross-entropy step (WeightedLogLik).
 func BenchmarkWeightedLogLikStep(b *testing.B) { benchStep(b, (*Bigram).WeightedLogLik) }
+
+// BenchmarkProbs times the policy of the paper's main size (ProbsInto: the
+// softmax of each row of 6 entries), which the exact trainers compute
+// every step to measure it.
+func BenchmarkProbs(b *testing.B) {
+	const rows, k = 2750, 6
+	bg, err := NewBigram(BigramConfig{Vocab: rows, Support: ringSupport(rows, k)}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dst := make([]float64, bg.NumParams())
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		bg.ProbsInto(dst)
+	}
+	b.ReportMetric(float64(len(dst))*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+}

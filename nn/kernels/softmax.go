@@ -52,7 +52,9 @@ func shiftRows(d, x []float64, offsets []int) {
 		o = o[:len(row)]
 		m := row[0]
 		for _, v := range row[1:] {
-			m = max(m, v)
+			if v > m { // not max(m, v): the builtin's NaN and signed-zero cases cost a branch each
+				m = v
+			}
 		}
 		for i, v := range row {
 			o[i] = v - m
