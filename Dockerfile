@@ -3,6 +3,8 @@
 #   docker build -t backtrack-train:latest .
 #
 # It holds the static train binary on PATH and nothing else; the job mounts the sweep's claim at /sweep.
+# The build context keeps .git (.dockerignore leaves it in), so go build stamps the commit into the
+# binary and every run the image trains records it (summary.json's code).
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./

@@ -9,7 +9,8 @@ import (
 
 // TestDockerfile: the repository's Dockerfile builds the image that the
 // printed Kubernetes job names by default (sweep's -image), from the Go
-// version go.mod asks for, with this command statically linked on PATH.
+// version go.mod asks for, with this command statically linked on PATH and
+// the commit stamped into it.
 // (The image itself needs a Docker engine to build; the test reads the
 // file.)
 func TestDockerfile(t *testing.T) {
@@ -35,6 +36,17 @@ func TestDockerfile(t *testing.T) {
 	} {
 		if !strings.Contains(df, want) {
 			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	// go build stamps the commit only from a build context with .git:
+	// without it the image's runs record no code (summary.json's code).
+	ignore, err := os.ReadFile("../../.dockerignore")
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(ignore), "\n") {
+		if l := strings.Trim(strings.TrimSpace(line), "/"); l == ".git" || l == ".git*" || l == "**/.git" {
+			t.Errorf(".dockerignore leaves out .git (%q): the image's binary would record no commit", line)
 		}
 	}
 }
