@@ -22,6 +22,8 @@ type Analyzer struct {
 	// same[j] is an earlier branch whose shape and probability rows are
 	// bitwise identical to branch j's (its solves are then copied), or -1.
 	same []int
+	// branchConsts are CostWeights' four constants per branch.
+	branchConsts [][4]float64
 }
 
 // NewAnalyzer prepares an analyzer for graph g.

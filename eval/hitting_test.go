@@ -364,3 +364,41 @@ func TestInfiniteHittingTimeReported(t *testing.T) {
 		t.Errorf("got %v, want an error saying the target is never reached", err)
 	}
 }
+
+// TestCostWeightsOfSameBranches: a branch whose rows equal an earlier
+// branch's gets that branch's weights copied, bit for bit what computing
+// them gives: the symmetric start at the paper's size, identical branches
+// under a source row that is not uniform (their constants differ: no
+// copy), and uneven branches of which some are alike.
+func TestCostWeightsOfSameBranches(t *testing.T) {
+	weights := func(g *tasks.Graph, probs []float64, copying bool) []float64 {
+		t.Helper()
+		defer func(old bool) { copySameWeights = old }(copySameWeights)
+		copySameWeights = copying
+		r, err := NewAnalyzer(g).Analyze(probs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append([]float64(nil), r.CostWeights()...)
+	}
+	paper := graph(t, tasks.Config{W: 15, K: 15, L: 5})
+	skewed := graph(t, tasks.Config{W: 4, K: 3, L: 2})
+	source := PolicyPretrained(skewed)
+	row := source[skewed.Offsets[0]:skewed.Offsets[1]]
+	for i := range row {
+		row[i] = float64(i+1) / float64(len(row)*(len(row)+1)/2)
+	}
+	hetero := graph(t, tasks.Config{Branches: [][]int{{2, 2, 3}, {5, 1}, {2, 2, 3}, {5, 1}, {4}}})
+	for _, tc := range []struct {
+		name  string
+		g     *tasks.Graph
+		probs []float64
+	}{{"symmetric, W=K=15, L=5", paper, PolicyPretrained(paper)}, {"skewed source row", skewed, source}, {"uneven branches", hetero, PolicyPretrained(hetero)}} {
+		fast, slow := weights(tc.g, tc.probs, true), weights(tc.g, tc.probs, false)
+		for i := range slow {
+			if math.Float64bits(fast[i]) != math.Float64bits(slow[i]) {
+				t.Fatalf("%s: weight %d (-> %s): copied %v, computed %v", tc.name, i, tc.g.Name(tc.g.Next[i]), fast[i], slow[i])
+			}
+		}
+	}
+}
