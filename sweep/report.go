@@ -259,14 +259,17 @@ func (c *Collection) Write(dir string) ([]string, error) {
 func (c *Collection) writeLong(b *bytes.Buffer) error {
 	w := csv.NewWriter(b)
 	cols, metrics := c.Columns(), experiment.MetricsColumns()
-	w.Write(append(append([]string{"run", "index"}, cols...), metrics...))
+	w.Write(append(append([]string{"run", "index", "code"}, cols...), metrics...))
 	for _, r := range c.Runs {
 		if r.Metrics == nil {
 			continue
 		}
-		head := []string{r.Name, strconv.Itoa(r.Index)}
+		head := []string{r.Name, strconv.Itoa(r.Index), ""}
 		if r.Index < 0 {
 			head[1] = ""
+		}
+		if r.Summary != nil { // the commits that trained it (experiment.Code), in order
+			head[2] = strings.Join(r.Summary.Code, " ")
 		}
 		for _, col := range cols {
 			head = append(head, r.Fields[col])

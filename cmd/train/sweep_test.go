@@ -33,7 +33,9 @@ func writeSpec(t *testing.T, spec string) string {
 
 // csvWithoutWall reads an aggregate's runs.csv without its timed columns
 // (experiment.TimedColumns), the values a resumed or differently scheduled
-// run may change.
+// run may change, and without the code column: a sweep trained in this
+// test process and one trained by a built binary record their commits
+// differently (git's HEAD here, the binary's stamp or none there).
 func csvWithoutWall(t *testing.T, path string) string {
 	t.Helper()
 	f, err := os.Open(path)
@@ -50,7 +52,7 @@ func csvWithoutWall(t *testing.T, path string) string {
 	for _, r := range recs {
 		var kept []string
 		for c, v := range r {
-			if !slices.Contains(experiment.TimedColumns(), recs[0][c]) {
+			if !slices.Contains(experiment.TimedColumns(), recs[0][c]) && recs[0][c] != "code" {
 				kept = append(kept, v)
 			}
 		}
@@ -97,6 +99,22 @@ func TestSweepJobsEqualsShardProcesses(t *testing.T) {
 	b := csvWithoutWall(t, filepath.Join(shards, "aggregate", "runs.csv"))
 	if a != b || strings.Count(a, "\n") < 100 {
 		t.Errorf("runs.csv of -jobs 2 and of two shard processes differ (%d and %d bytes)", len(a), len(b))
+	}
+	for _, dir := range []string{pool, shards} { // each row names the code that trained its run
+		f, err := os.Open(filepath.Join(dir, "aggregate", "runs.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil || len(recs) < 2 || recs[0][2] != "code" {
+			t.Fatalf("%s runs.csv: %v, header %v: want a code column third", dir, err, recs[0])
+		}
+		for _, r := range recs[1:] {
+			if r[2] != experiment.Code() {
+				t.Fatalf("%s runs.csv: run %s code %q, want this test's %q", dir, r[0], r[2], experiment.Code())
+			}
+		}
 	}
 	if out := mustCLI(t, "sweep", spec, "-out", pool); !contains(out, "0 trained, 4 already done, 0 interrupted, 0 failed") {
 		t.Errorf("second pass: %q, want nothing trained", out)
