@@ -24,6 +24,12 @@ func Code() string {
 			rev, dirty = GitRevision(".", bi.Main.Path)
 		}
 	}
+	return ShortRevision(rev, dirty, "+dirty")
+}
+
+// ShortRevision is rev's first 12 hex digits, followed by mark when dirty
+// (uncommitted changes); "" when rev is.
+func ShortRevision(rev string, dirty bool, mark string) string {
 	if rev == "" {
 		return ""
 	}
@@ -31,7 +37,7 @@ func Code() string {
 		rev = rev[:12]
 	}
 	if dirty {
-		rev += "+dirty"
+		rev += mark
 	}
 	return rev
 }

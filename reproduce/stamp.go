@@ -31,13 +31,7 @@ func commit(dir string) string {
 	if rev == "" {
 		return "unknown"
 	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if modified {
-		rev += " (with uncommitted changes)"
-	}
-	return rev
+	return experiment.ShortRevision(rev, modified, " (with uncommitted changes)")
 }
 
 // Machine describes the machine: its CPU model, the cores Go may use, the
