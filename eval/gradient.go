@@ -55,9 +55,11 @@ func (r *Analysis) CostWeights() []float64 {
 		// shape and rows: Analyzer.same) has that branch's weights when its
 		// four constants are the same too (a uniform source row), bit for
 		// bit: the headline's 15 identical branches cost one.
+		an.weightsFrom[j] = -1
 		if rb := an.same[j]; rb >= 0 && consts[rb] == k && copySameWeights {
 			br := g.Branches[rb]
 			copy(c[g.Offsets[b.Start[0]]:g.Offsets[b.LeafIn()+2]], c[g.Offsets[br.Start[0]]:g.Offsets[br.LeafIn()+2]])
+			an.weightsFrom[j] = rb
 			continue
 		}
 		onTarget := r.Entries[j][j]
@@ -77,6 +79,12 @@ func (r *Analysis) CostWeights() []float64 {
 	an.branchConsts = consts
 	return c
 }
+
+// WeightsCopiedFrom is, after CostWeights, the earlier branch whose
+// probability rows (from the branch's entry state to its leaf) and cost
+// weights branch j's equal bit for bit, or -1: a caller may copy what it
+// computes from them.
+func (r *Analysis) WeightsCopiedFrom(j int) int { return r.a.weightsFrom[j] }
 
 // copySameWeights lets CostWeights copy the weights of a branch identical
 // to an earlier one (tests turn it off to compare).

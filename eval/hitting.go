@@ -22,15 +22,17 @@ type Analyzer struct {
 	// same[j] is an earlier branch whose shape and probability rows are
 	// bitwise identical to branch j's (its solves are then copied), or -1.
 	same []int
-	// branchConsts are CostWeights' four constants per branch.
+	// branchConsts are CostWeights' four constants per branch, and
+	// weightsFrom the branch each one's weights were copied from (-1).
 	branchConsts [][4]float64
+	weightsFrom  []int
 }
 
 // NewAnalyzer prepares an analyzer for graph g.
 func NewAnalyzer(g *tasks.Graph) *Analyzer {
 	n := g.NumStates()
 	a := &Analyzer{g: g, ntVisits: make([]float64, n), tVisits: make([]float64, n),
-		tDef: make([]float64, n), same: make([]int, g.W())}
+		tDef: make([]float64, n), same: make([]int, g.W()), weightsFrom: make([]int, g.W())}
 	for c := range numCols {
 		a.t[c] = make([]float64, n)
 	}

@@ -162,6 +162,10 @@ type bigram struct {
 	probs   []float64
 	res     *eval.Analysis
 	resStep int
+
+	// Exact RLVR's branch index (branchStarts): the branch starting at
+	// each state, each branch's first advantage and its count.
+	branchAt, branchK, branchN []int
 }
 
 // newBigram builds the sparse bigram learner and its trainer's loss.
@@ -311,9 +315,24 @@ func (b *bigram) advantages() error {
 	probs, g := b.probs, b.g
 	c := b.res.CostWeights()
 	out := b.in.data()
+	if b.branchAt == nil {
+		b.branchStarts()
+	}
 	k := 0
-	for s, trained := range b.t.trained {
-		if !trained {
+	for s := 0; s < len(b.t.trained); s++ {
+		if j := b.branchAt[s]; j >= 0 {
+			b.branchK[j] = k
+			// A branch with an earlier one's rows and weights has its
+			// advantages too: copied, bit for bit (the headline's 15).
+			if r := b.res.WeightsCopiedFrom(j); r >= 0 && copyBranchAdvantages && b.branchN[r] == b.branchN[j] && b.branchK[r]+b.branchN[r] <= k {
+				n := b.branchN[j]
+				copy(out[k:k+n], out[b.branchK[r]:b.branchK[r]+n])
+				k += n
+				s = g.Branches[j].LeafIn() + 1 // the branch's last state
+				continue
+			}
+		}
+		if !b.t.trained[s] {
 			continue
 		}
 		lo, hi := g.Offsets[s], g.Offsets[s+1]
@@ -339,4 +358,28 @@ func (b *bigram) advantages() error {
 		return fmt.Errorf("trainers: step %d: %d advantages for %d parameters", b.t.done, k, len(out))
 	}
 	return nil
+}
+
+// copyBranchAdvantages lets advantages copy a branch's advantages from an
+// identical earlier branch (tests turn it off to compare).
+var copyBranchAdvantages = true
+
+// branchStarts indexes the branches for advantages: branchAt[s] is the
+// branch whose first state s is (-1 elsewhere), branchN[j] the trained
+// entries of branch j's states.
+func (b *bigram) branchStarts() {
+	g := b.g
+	b.branchAt = make([]int, len(b.t.trained))
+	for s := range b.branchAt {
+		b.branchAt[s] = -1
+	}
+	b.branchK, b.branchN = make([]int, g.W()), make([]int, g.W())
+	for j, br := range g.Branches {
+		b.branchAt[br.Start[0]] = j
+		for s := br.Start[0]; s < br.LeafIn()+2; s++ {
+			if b.t.trained[s] {
+				b.branchN[j] += g.Offsets[s+1] - g.Offsets[s]
+			}
+		}
+	}
 }

@@ -280,3 +280,53 @@ func TestResumeAfterUnloggedStep(t *testing.T) {
 		}
 	}
 }
+
+// TestBranchCopiesChangeNothing: exact RLVR that copies the advantages of
+// a branch identical to an earlier one (and eval its weights) trains bit
+// for bit as one that computes them: the symmetric start at W=K=5, L=3,
+// uneven branches of which some are alike, and a trained source row
+// (entries differ by branch: no copy once it moves).
+func TestBranchCopiesChangeNothing(t *testing.T) {
+	run := func(c tasks.Config, trainSource, copying bool) []float64 {
+		t.Helper()
+		defer func(old bool) { copyBranchAdvantages = old }(copyBranchAdvantages)
+		copyBranchAdvantages = copying
+		cfg := DefaultConfig()
+		cfg.Steps, cfg.Until, cfg.LogEvery, cfg.TrainSource = 60, 0, 1, trainSource
+		tr, err := New(cfg, graph(t, c), Setup{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		var hs []float64
+		if _, err := tr.Run(context.Background(), Hooks{Row: func(r Row) error {
+			hs = append(hs, r.HittingTime)
+			return nil
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		return hs
+	}
+	for _, tc := range []struct {
+		name        string
+		c           tasks.Config
+		trainSource bool
+	}{
+		{"W=K=5, L=3", tasks.Config{W: 5, K: 5, L: 3}, false},
+		{"uneven", tasks.Config{Branches: [][]int{{2, 2, 3}, {5, 1}, {2, 2, 3}, {5, 1}, {4}}}, false},
+		{"trained source row", tasks.Config{W: 4, K: 3, L: 2}, true},
+	} {
+		a, b := run(tc.c, tc.trainSource, true), run(tc.c, tc.trainSource, false)
+		if len(a) != len(b) {
+			t.Fatalf("%s: %d rows copying, %d computing", tc.name, len(a), len(b))
+		}
+		for i := range a {
+			if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+				t.Fatalf("%s: step %d: hitting time %v copying, %v computing", tc.name, i, a[i], b[i])
+			}
+		}
+		if a[len(a)-1] >= a[0] {
+			t.Errorf("%s: no progress in %d steps (%v to %v)", tc.name, len(a)-1, a[0], a[len(a)-1])
+		}
+	}
+}
