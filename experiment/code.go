@@ -6,25 +6,42 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 )
 
 // Code names the code this process runs: the commit it was built from
 // (12 hex digits; "+dirty" when the build had uncommitted changes), or ""
 // when that is unknown. go build stamps the commit into the binary (unless
-// -buildvcs=false); go run stamps none, so a go-run binary (built into the
+// -buildvcs=false; go install path@version stamps the module version, whose
+// commit a pseudo-version names); go run stamps none, so a go-run binary (built into the
 // go tool's temporary folder) reads it from git in the working directory
 // when that is a checkout of this module. A run records the Code of every
 // process that trained it (Summary.Code), so a page built from runs can
 // say which code made them, not only which code aggregated them.
 func Code() string {
 	rev, dirty := BuildRevision()
-	if rev == "" && goRun() {
-		if bi, ok := debug.ReadBuildInfo(); ok {
-			rev, dirty = GitRevision(".", bi.Main.Path)
-		}
+	bi, ok := debug.ReadBuildInfo()
+	if rev == "" && ok && goRun() {
+		rev, dirty = GitRevision(".", bi.Main.Path)
+	}
+	if rev == "" && ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return moduleCode(bi.Main.Version) // go install module@version stamps no VCS revision
 	}
 	return ShortRevision(rev, dirty, "+dirty")
+}
+
+// moduleCode names the code of a binary built from a module version (go
+// install path@version): a pseudo-version's commit (v0.0.0-20261126131233-
+// f299dc02bb95 -> f299dc02bb95), else the version itself (a tag).
+func moduleCode(version string) string {
+	v, meta, _ := strings.Cut(version, "+")
+	if i := strings.LastIndexByte(v, '-'); i >= 0 && len(v)-i-1 == 12 {
+		if _, err := strconv.ParseUint(v[i+1:], 16, 64); err == nil {
+			return ShortRevision(v[i+1:], meta == "dirty", "+dirty")
+		}
+	}
+	return version
 }
 
 // ShortRevision is rev's first 12 hex digits, followed by mark when dirty
