@@ -101,14 +101,19 @@ func (s *SGD) SetLR(lr float64) { s.LR = lr }
 
 // Step applies one sign update to every value.
 func (s *Sign) Step(model []G.ValueGrad) error {
+	lr := math.Float64bits(math.Abs(s.LR))
 	return eachParam("sign", model, func(_ int, w, g []float64) {
+		g = g[:len(w)]
 		for i, d := range g {
-			// Branch-free w -= LR * sign(d): the gradient signs of a policy
-			// are close to random, so a branch would be mispredicted often.
-			// nonzero is 1 unless d is +0 or -0.
-			b := math.Float64bits(d) << 1
-			nonzero := (b | -b) >> 63
-			w[i] -= math.Copysign(s.LR*float64(nonzero), d)
+			// Branch-free w -= LR * sign(d), built from bits: the gradient
+			// signs of a policy are close to random, so a branch would be
+			// mispredicted often. The step is |LR| with d's sign, or a zero
+			// with d's sign when d is +0 or -0 (Copysign(LR * 0, d), as
+			// before, bit for bit).
+			b := math.Float64bits(d)
+			mag := b << 1
+			nonzero := -((mag | -mag) >> 63) // all ones unless d is +0 or -0
+			w[i] -= math.Float64frombits(lr&nonzero | b&(1<<63))
 		}
 	})
 }

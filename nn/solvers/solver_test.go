@@ -218,3 +218,51 @@ func TestSolverStateErrors(t *testing.T) {
 		t.Errorf("steps after a refused step: got %d, want 0", got)
 	}
 }
+
+// BenchmarkSign times one sign-descent update of the paper's main size
+// (16,500 weights; exact RLVR's headline runs one a step), gradients of
+// random sign with some exact zeros.
+func BenchmarkSign(b *testing.B) {
+	const n = 16500
+	w, g := make([]float64, n), make([]float64, n)
+	for i := range g {
+		g[i] = float64(i%7) - 3 // -3..3: a zero in seven
+	}
+	p := newParam(w, g)
+	s := &Sign{LR: 0.01}
+	model := []G.ValueGrad{p}
+	b.ReportAllocs()
+	for b.Loop() {
+		p.setGrad(g)
+		if err := s.Step(model); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "weights/s")
+}
+
+// TestSignStepIsCopysign: the bit-built sign step equals w -= Copysign(LR *
+// [d != 0], d) bit for bit, for zeros of both signs, infinities, NaN,
+// subnormals and ordinary gradients, on weights of both zero signs.
+func TestSignStepIsCopysign(t *testing.T) {
+	ds := []float64{0, math.Copysign(0, -1), 1, -1, 3.5e-300, -5e-324, 5e-324, math.Inf(1), math.Inf(-1), math.NaN(), 1e300, -2.25}
+	for _, lr := range []float64{0.01, 0.025, 1e-300} {
+		for _, w0 := range []float64{0, math.Copysign(0, -1), 0.01, -7.5} {
+			w, g := make([]float64, len(ds)), append([]float64(nil), ds...)
+			for i := range w {
+				w[i] = w0
+			}
+			p := newParam(w, g)
+			if err := (&Sign{LR: lr}).Step([]G.ValueGrad{p}); err != nil {
+				t.Fatal(err)
+			}
+			for i, d := range ds {
+				b := math.Float64bits(d) << 1
+				want := w0 - math.Copysign(lr*float64((b|-b)>>63), d)
+				if got := p.weights()[i]; math.Float64bits(got) != math.Float64bits(want) {
+					t.Errorf("lr %g, w %g, d %g: got %v (%#x), want %v (%#x)", lr, w0, d, got, math.Float64bits(got), want, math.Float64bits(want))
+				}
+			}
+		}
+	}
+}
