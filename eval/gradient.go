@@ -62,8 +62,7 @@ func (r *Analysis) CostWeights() []float64 {
 			an.weightsFrom[j] = rb
 			continue
 		}
-		onTarget := r.Entries[j][j]
-		hf := r.ForkTime[j]
+		onTarget, hf := k[2], k[3]
 		for s := b.Start[0]; s < b.LeafIn()+2; s++ {
 			if !g.Trained(s) {
 				continue
