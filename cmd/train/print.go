@@ -49,7 +49,7 @@ func printSummary(w io.Writer, s experiment.Summary) {
 	if s.BestHittingTime != nil && (s.BestStep != s.FinalStep || s.StopHittingTime != nil) {
 		note := ""
 		if s.StopHittingTime != nil {
-			note = ", chosen among noisy estimates (biased low)"
+			note = ", measured again on fresh rollouts when its row became the best"
 			if s.BestCI95 == nil {
 				note = ", a lower bound: some rollouts of its batch missed"
 			}
