@@ -138,8 +138,15 @@ func (t *Trainer) trackConfirmed(ctx context.Context, row Row, fresh bool) (bool
 		return false, fmt.Errorf("trainers: step %d: a new best measured again: %w", t.done, err)
 	}
 	c := Row{HittingTime: m.HittingTime, HittingTimeCI95: m.CI95, MCSuccessRate: m.SuccessRate, Estimated: true}
-	if m.SuccessRate < 1 { // a lower bound: no evidence of a better policy
-		return t.record(row, false), nil
+	if m.SuccessRate < 1 { // some rollouts missed: a lower bound, as a row's (transformer.measure)
+		if t.cfg.Trainer.RL() { // a bound below the best shows no lower hitting time
+			return t.record(row, false), nil
+		}
+		// SFT and distillation rise toward their limit: a bound is where
+		// the row's was (their rows miss at the Monte Carlo horizon, 50
+		// times the start's hitting time, on the way to an SFT limit
+		// above it), and it counts as a row's bound does.
+		c.HittingTime, c.HittingTimeCI95 = m.MeanLength, math.NaN()
 	}
 	if d := t.distance(c); d >= t.prog.Best {
 		return t.record(row, false), nil

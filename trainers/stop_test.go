@@ -394,4 +394,18 @@ func TestNewBestIsMeasuredAgain(t *testing.T) {
 	if s, h, _ := tr2.Best(); s != 50 || h != 250 {
 		t.Errorf("far: best %g at step %d, want 250 at step 50", h, s)
 	}
+	// SFT goes up to its limit (here 70,000), and its rows are lower
+	// bounds once rollouts miss at the Monte Carlo horizon: a second
+	// measurement that misses too counts as its bound, as the row did (the
+	// W=K=5 transformer SFT's best stayed at step 0 otherwise).
+	sft := &Trainer{cfg: Defaults(SFT, TransformerModel), limit: 70000, l: r}
+	sft.cfg.Patience = 1000
+	r.results = append(r.results, eval.MCResult{HittingTime: 40000, MeanLength: 58000, SuccessRate: 0.95, N: 500})
+	sft.done, r.at = 0, 0
+	sft.trackConfirmed(ctx, est(1436, 30), false)
+	sft.done, r.at = 25, 25
+	sft.trackConfirmed(ctx, Row{HittingTime: 58976, HittingTimeCI95: math.NaN(), MCSuccessRate: 0.96, Estimated: true}, false)
+	if s, h, ci := sft.Best(); s != 25 || h != 58000 || !math.IsNaN(ci) {
+		t.Errorf("sft: best %g ± %g at step %d, want the bound 58000 at step 25", h, ci, s)
+	}
 }
