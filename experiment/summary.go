@@ -41,9 +41,10 @@ type Summary struct {
 	// for the RL trainers, the closest to the limit for sft and distill),
 	// at step BestStep; for a transformer the second measurement, on
 	// fresh rollouts, of the last row whose whole interval beat the best
-	// before it (kept when it beat the best too), with its half-width
-	// (absent when the best is the first row and a lower bound: some
-	// rollouts of its batch missed).
+	// before it (kept when it beat the best too; the first row and the
+	// stop rule's confirmation are kept as they are), with its half-width
+	// (absent when the best is a lower bound: some of its rollouts
+	// missed).
 	BestHittingTime *float64 `json:"best_hitting_time"`
 	BestStep        int      `json:"best_step"`
 	BestCI95        *float64 `json:"best_hitting_time_ci95,omitempty"`

@@ -117,12 +117,17 @@ func (t *Trainer) newBest(row Row) bool {
 // 2) a row of 798 ± 145 at step 530 became the best, no later row's
 // interval could beat it, and the run ended on its plateau with step
 // 530's parameters, 1006 ± 19 afresh. A row measured afresh already
-// (fresh: the stop rule's confirmation) is its own confirmation. Within
-// nearFactor of the limit, where the run settles and its best parameters
-// are the ones it ends with, the second measurement has a periodic
-// measurement's precision (EvalRollouts); farther, its row's (about a
-// tenth of the tokens trained on between rows), where the best only
-// clocks the far patience.
+// (fresh: the stop rule's confirmation) is its own confirmation (and,
+// unlike a recheck, is kept for an RL trainer even when some of its
+// rollouts missed, as any row was before). At most nearFactor times the
+// limit, where an RL run settles and its best parameters are the ones it
+// ends with, the second measurement has a periodic measurement's
+// precision (EvalRollouts): always for sft and distill, which rise toward
+// their limit from below; above that, its row's (about a tenth of the
+// tokens trained on between rows), where the best only clocks the far
+// patience. A run resumed from a checkpoint taken right after a tracked
+// row tracks that row again and may measure it again: the same decisions,
+// its measured tokens counted twice.
 func (t *Trainer) trackConfirmed(ctx context.Context, row Row, fresh bool) (bool, error) {
 	best := t.newBest(row)
 	e, ok := t.l.(estimator)

@@ -345,7 +345,7 @@ func TestNewBestIsMeasuredAgain(t *testing.T) {
 		{HittingTime: 95, CI95: 2, SuccessRate: 1, N: 2000},          // step 10: confirms, above the row
 		{HittingTime: 97, CI95: 2, SuccessRate: 1, N: 2000},          // step 20: not below 95
 		{HittingTime: 60, MeanLength: 60, SuccessRate: 0.9, N: 2000}, // step 30: a lower bound
-		{HittingTime: 250, CI95: 9, SuccessRate: 1, N: 128},          // step 50: far, below 300? no: 250 < 300
+		{HittingTime: 250, CI95: 9, SuccessRate: 1, N: 128},          // step 50: far from the limit (above 2 x 50)
 	}}
 	tr := &Trainer{cfg: Defaults(PPO, TransformerModel), limit: 50, l: r}
 	tr.cfg.Patience = 1000
@@ -374,20 +374,28 @@ func TestNewBestIsMeasuredAgain(t *testing.T) {
 		t.Errorf("best's interval %g, want the second measurement's 2", ci)
 	}
 	step(11, 10, est(80, 5), false) // repeated: below 95 by its interval, but not new
+	if len(r.precise) != 1 {
+		t.Fatalf("step 11: the row of step 10, repeated, was measured again (%d rechecks)", len(r.precise))
+	}
+	best(10, 95)
 	step(20, 20, est(70, 5), false) // measured again at 97: not a new best
 	best(10, 95)
 	step(30, 30, est(70, 5), false) // measured again, some rollouts missed
 	best(10, 95)
 	step(40, 40, est(90, 2), true) // the stop rule's confirmation: kept as it is
 	best(40, 90)
-	if len(r.precise) != 3 || !r.precise[0] {
+	if len(r.precise) != 3 || !r.precise[0] || !r.precise[1] || !r.precise[2] {
 		t.Fatalf("rechecks %v, want 3 precise ones (within nearFactor of the limit)", r.precise)
 	}
 	tr2 := &Trainer{cfg: tr.cfg, limit: 50, l: r}
 	tr2.done, r.at = 0, 0
-	tr2.trackConfirmed(ctx, est(400, 10), false)
+	if _, err := tr2.trackConfirmed(ctx, est(400, 10), false); err != nil {
+		t.Fatal(err)
+	}
 	tr2.done, r.at = 50, 50
-	tr2.trackConfirmed(ctx, est(300, 10), false) // far: at its row's precision
+	if _, err := tr2.trackConfirmed(ctx, est(300, 10), false); err != nil { // far: at its row's precision
+		t.Fatal(err)
+	}
 	if len(r.precise) != 4 || r.precise[3] {
 		t.Fatalf("rechecks %v: want the fourth at its row's precision (far from the limit)", r.precise)
 	}
@@ -402,9 +410,13 @@ func TestNewBestIsMeasuredAgain(t *testing.T) {
 	sft.cfg.Patience = 1000
 	r.results = append(r.results, eval.MCResult{HittingTime: 40000, MeanLength: 58000, SuccessRate: 0.95, N: 500})
 	sft.done, r.at = 0, 0
-	sft.trackConfirmed(ctx, est(1436, 30), false)
+	if _, err := sft.trackConfirmed(ctx, est(1436, 30), false); err != nil {
+		t.Fatal(err)
+	}
 	sft.done, r.at = 25, 25
-	sft.trackConfirmed(ctx, Row{HittingTime: 58976, HittingTimeCI95: math.NaN(), MCSuccessRate: 0.96, Estimated: true}, false)
+	if _, err := sft.trackConfirmed(ctx, Row{HittingTime: 58976, HittingTimeCI95: math.NaN(), MCSuccessRate: 0.96, Estimated: true}, false); err != nil {
+		t.Fatal(err)
+	}
 	if s, h, ci := sft.Best(); s != 25 || h != 58000 || !math.IsNaN(ci) {
 		t.Errorf("sft: best %g ± %g at step %d, want the bound 58000 at step 25", h, ci, s)
 	}
