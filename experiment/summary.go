@@ -39,10 +39,12 @@ type Summary struct {
 	StopCI95        *float64 `json:"stop_hitting_time_ci95,omitempty"`
 	// BestHittingTime is the best metrics row's hitting time (the lowest
 	// for the RL trainers, the closest to the limit for sft and distill),
-	// at step BestStep; for a transformer the last estimate whose whole
-	// interval beat the best before it, chosen among noisy ones, so biased
-	// low, with its half-width (absent when that row is a lower bound:
-	// some rollouts of its batch missed).
+	// at step BestStep; for a transformer the second measurement, on
+	// fresh rollouts, of the last row whose whole interval beat the best
+	// before it (kept when it beat the best too; the first row and the
+	// stop rule's confirmation are kept as they are), with its half-width
+	// (absent when the best is a lower bound: some of its rollouts
+	// missed).
 	BestHittingTime *float64 `json:"best_hitting_time"`
 	BestStep        int      `json:"best_step"`
 	BestCI95        *float64 `json:"best_hitting_time_ci95,omitempty"`

@@ -22,9 +22,9 @@ const fig7Seeds = 3
 // same PPO (the transformer's defaults: 128 rollouts, fork baseline,
 // horizon factor 20) on the same budget of 2G sampled tokens, with no stop
 // rule (until 0), each ending with its final value measured afresh (the
-// transformer's on 10,000 rollouts no decision saw); the bigram learns at the transformer's table rate (Adam 0.025), the
-// transformer's attention and embeddings at Adam 3e-4 (named in the spec:
-// the default before the defaults study moved it to 1e-3). These are the PPO
+// transformer's on 10,000 rollouts no decision saw); the bigram learns at
+// the transformer's table rate (Adam 0.025), the transformer's attention
+// and embeddings at its default rate (Adam 1e-3, docs/defaults.md). These are the PPO
 // runs of docs/sweeps/compare-learners-paper.json, seeds 1 to fig7Seeds,
 // trained in compare-learners' folder (paperRuns) so that the two entries
 // share them; -quick trains the same configurations at W=K=3, L=2 in

@@ -38,9 +38,9 @@ type Group struct {
 // aboveBest is how far a run's final hitting time ends above its best
 // row's, relative to the best (NaN: the summary lacks one). For Monte Carlo
 // values (a transformer's) it is the excess beyond both 95% intervals, 0
-// when they overlap: the best row is the lowest of many noisy estimates,
-// so its value alone is biased low, and a difference the two estimates do
-// not resolve is not a run wandering off. A Monte Carlo best row with no
+// when they overlap: the best is a second measurement of a row picked for
+// being low, still the lowest of several noisy ones, and a difference the
+// two estimates do not resolve is not a run wandering off. A Monte Carlo best row with no
 // interval is a lower bound (some rollouts of its batch missed: the
 // transformer's group-relative trainers at their horizon of 2), and the
 // excess over a bound is NaN: not known. Summaries written before runs

@@ -16,6 +16,14 @@ type estimator interface {
 	// (TransformerOptions.FinalRollouts) on rollouts seeded by seed, a
 	// stream no other measurement draws from, and changes nothing.
 	fresh(ctx context.Context, seed uint64) (eval.MCResult, error)
+	// recheck measures the current policy again on rollouts seeded by
+	// seed (a stream of their own), at a periodic measurement's precision
+	// (EvalRollouts) when precise, else at its latest row's, and changes
+	// nothing but the count of measured tokens.
+	recheck(ctx context.Context, seed uint64, precise bool) (eval.MCResult, error)
+	// measuredAt is the step the latest measurement was taken at: rows
+	// in between repeat it.
+	measuredAt() int
 	// adopt makes m the measurement of the current step: the rows' value
 	// and the horizon's unit until the next.
 	adopt(m eval.MCResult)
@@ -26,6 +34,7 @@ type estimator interface {
 const (
 	confirmSeed = 0x2545f4914f6cdd1d
 	finalSeed   = 0x6c8e9cf570932bd5
+	bestSeed    = 0x3c6ef372fe94f82b
 )
 
 // confirm decides the stop rule on a fresh measurement when a periodic

@@ -97,18 +97,78 @@ func (t *Trainer) distance(r Row) float64 {
 // new best is a better distance, or for a Monte Carlo row one better by
 // more than its 95% half-width: once a transformer's estimates only
 // fluctuate, its patience runs out instead of waiting for lucky draws.
-func (t *Trainer) track(row Row) bool {
+func (t *Trainer) track(row Row) bool { return t.record(row, t.newBest(row)) }
+
+// newBest reports whether row beats the best so far (see track).
+func (t *Trainer) newBest(row Row) bool {
 	p := &t.prog
 	ci := 0.0 // a Monte Carlo row is a new best when its whole interval is
 	if row.Estimated && !math.IsNaN(row.HittingTimeCI95) {
 		ci = row.HittingTimeCI95 // below the best: noise is no progress
 	}
-	if d := t.distance(row); !p.Measured || d+ci < p.Best-improveTol*math.Abs(p.Best) {
+	return !p.Measured || t.distance(row)+ci < p.Best-improveTol*math.Abs(p.Best)
+}
+
+// trackConfirmed is track for Run: a periodic Monte Carlo row that would
+// be a new best (after the first) is measured again on fresh rollouts
+// (estimator.recheck), and the best becomes that measurement, kept only
+// when it too beats the best. The best row was the lowest of many noisy
+// estimates: at the paper's size (transformer PPO at 1e-3, until 0, seed
+// 2) a row of 798 ± 145 at step 530 became the best, no later row's
+// interval could beat it, and the run ended on its plateau with step
+// 530's parameters, 1006 ± 19 afresh. A row measured afresh already
+// (fresh: the stop rule's confirmation) is its own confirmation (and,
+// unlike a recheck, is kept for an RL trainer even when some of its
+// rollouts missed, as any row was before). At most nearFactor times the
+// limit, where an RL run settles and its best parameters are the ones it
+// ends with, the second measurement has a periodic measurement's
+// precision (EvalRollouts): always for sft and distill, which rise toward
+// their limit from below; above that, its row's (about a tenth of the
+// tokens trained on between rows), where the best only clocks the far
+// patience. A run resumed from a checkpoint taken right after a tracked
+// row tracks that row again and may measure it again: the same decisions,
+// its measured tokens counted twice.
+func (t *Trainer) trackConfirmed(ctx context.Context, row Row, fresh bool) (bool, error) {
+	best := t.newBest(row)
+	e, ok := t.l.(estimator)
+	if !best || !ok || fresh || !row.Estimated || !t.prog.Measured {
+		return t.record(row, best), nil
+	}
+	if e.measuredAt() != t.done { // a row repeated between measurements
+		return t.record(row, false), nil // was measured again, or was the best
+	}
+	precise := t.limit <= 0 || row.HittingTime <= nearFactor*t.limit
+	m, err := e.recheck(ctx, t.cfg.Seed^bestSeed^uint64(t.done+1)*0x9e3779b97f4a7c15, precise)
+	if err != nil {
+		return false, fmt.Errorf("trainers: step %d: a new best measured again: %w", t.done, err)
+	}
+	c := Row{HittingTime: m.HittingTime, HittingTimeCI95: m.CI95, MCSuccessRate: m.SuccessRate, Estimated: true}
+	if m.SuccessRate < 1 { // some rollouts missed: a lower bound, as a row's (transformer.measure)
+		if t.cfg.Trainer.RL() { // a bound below the best shows no lower hitting time
+			return t.record(row, false), nil
+		}
+		// SFT and distillation rise toward their limit: a bound is where
+		// the row's was (their rows miss at the Monte Carlo horizon, 50
+		// times the start's hitting time, on the way to an SFT limit
+		// above it), and it counts as a row's bound does.
+		c.HittingTime, c.HittingTimeCI95 = m.MeanLength, math.NaN()
+	}
+	if d := t.distance(c); d >= t.prog.Best {
+		return t.record(row, false), nil
+	}
+	return t.record(c, true), nil
+}
+
+// record is track with the new-best test decided (best): row holds the
+// values a new best keeps.
+func (t *Trainer) record(row Row, best bool) bool {
+	p := &t.prog
+	if best {
 		bestCI := 0.0 // exact
 		if row.Estimated {
 			bestCI = row.HittingTimeCI95 // NaN for a lower bound
 		}
-		*p = progress{Measured: true, Best: d, BestStep: t.done, BestHitting: nullable(row.HittingTime), BestCI95: nullable(bestCI), Since: t.done, Halvings: p.Halvings}
+		*p = progress{Measured: true, Best: t.distance(row), BestStep: t.done, BestHitting: nullable(row.HittingTime), BestCI95: nullable(bestCI), Since: t.done, Halvings: p.Halvings}
 		if c, ok := t.l.(tensorCopier); ok && t.cfg.Patience > 0 {
 			t.best = c.copyTensors(t.best)
 		} else if t.cfg.Patience > 0 {
@@ -231,9 +291,10 @@ func (t *Trainer) endAtBest(ctx context.Context, row Row) (Row, error) {
 // Best is the run's best metrics row so far: its step, hitting time and,
 // for a Monte Carlo learner, its 95% half-width (0 when exact; NaN when
 // the row is a lower bound, some of its rollouts having missed). A Monte
-// Carlo best is the last row whose whole interval beat the best before it,
-// chosen among noisy estimates, so biased low: the run's final value
-// (Trainer.Final) is measured afresh.
+// Carlo best is the second measurement, on fresh rollouts, of the last
+// row whose whole interval beat the best before it (trackConfirmed): the
+// row itself was picked for being low. The run's final value
+// (Trainer.Final) is measured afresh again.
 func (t *Trainer) Best() (step int, hitting, ci95 float64) {
 	if !t.prog.Measured {
 		return 0, math.NaN(), math.NaN()

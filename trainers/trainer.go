@@ -215,8 +215,14 @@ type Hooks struct {
 func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 	for {
 		row, err := t.measure(ctx)
+		confirmed := false
 		if err == nil && row.Estimated && t.converged(row) {
 			row, err = t.confirm(ctx)
+			confirmed = true
+		}
+		exhausted := false
+		if err == nil {
+			exhausted, err = t.trackConfirmed(ctx, row, confirmed)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -224,7 +230,6 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 			}
 			return row, err
 		}
-		exhausted := t.track(row)
 		row.LR = t.lr() // after a halving
 		need, err := t.batchBytes(ctx)
 		if err != nil {

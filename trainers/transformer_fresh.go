@@ -17,5 +17,19 @@ func (l *transformer) fresh(ctx context.Context, seed uint64) (eval.MCResult, er
 	return l.monteCarlo(ctx, n, seed)
 }
 
+// recheck measures the current policy on evalRollouts fresh rollouts when
+// precise, else on as many as its latest row had, at least 100 and at most
+// evalRollouts (estimator).
+func (l *transformer) recheck(ctx context.Context, seed uint64, precise bool) (eval.MCResult, error) {
+	n := l.evalRollouts()
+	if !precise {
+		n = min(n, max(100, l.st.MC.N))
+	}
+	return l.monteCarlo(ctx, n, seed)
+}
+
+// measuredAt is the step of the latest measurement (estimator).
+func (l *transformer) measuredAt() int { return l.st.MCStep }
+
 // adopt makes m the current step's measurement (estimator).
 func (l *transformer) adopt(m eval.MCResult) { l.st.MC, l.st.MCStep = m, l.t.done }

@@ -49,7 +49,7 @@ func printSummary(w io.Writer, s experiment.Summary) {
 	if s.BestHittingTime != nil && (s.BestStep != s.FinalStep || s.StopHittingTime != nil) {
 		note := ""
 		if s.StopHittingTime != nil {
-			note = ", chosen among noisy estimates (biased low)"
+			note = ", a second measurement on fresh rollouts of the row that became the best (but at step 0)"
 			if s.BestCI95 == nil {
 				note = ", a lower bound: some rollouts of its batch missed"
 			}
