@@ -70,7 +70,7 @@ func TestEvalMonteCarloInterrupted(t *testing.T) {
 	}
 	// 10^8 rollouts of about 5e4 transitions: the signal, 1.5 s in, comes
 	// during the Monte Carlo (the analysis takes 0.1 s).
-	_, stderr, err := signalAfter(t, 1500*time.Millisecond, syscall.SIGINT, "eval", "-W", "15", "-K", "15", "-L", "5", "-mc", "100000000", "-horizon", "1000000")
+	stderr, err := signalAfter(t, 1500*time.Millisecond, syscall.SIGINT, "eval", "-W", "15", "-K", "15", "-L", "5", "-mc", "100000000", "-horizon", "1000000")
 	want = "train: eval: interrupted by interrupt during the Monte Carlo of 100000000 rollouts"
 	if ee, ok := err.(interface{ ExitCode() int }); !ok || ee.ExitCode() != 130 || !strings.HasPrefix(stderr.String(), want) {
 		t.Errorf("process: %v, stderr %q; want exit 130 and %q", err, stderr.String(), want)
