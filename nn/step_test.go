@@ -274,3 +274,27 @@ func TestAccumulateSumsGradients(t *testing.T) {
 		checkClose(t, "accumulated update", two.Logits(), one.Logits(), 1e-14, 1)
 	}
 }
+
+// BenchmarkTapeMachineRunAll is the fixed cost of one gorgonia RunAll, on a
+// graph of two ops and their gradient: the floor under every Step.Run.
+// gorgonia v0.9.18's tapeMachine.RunAll locks the caller's OS thread and
+// runs the tape on a goroutine of its own, waiting on channels, so each call
+// costs two switches between OS threads rather than goroutines
+// (golang/go#18023). The headline job takes 565 steps, one RunAll each.
+func BenchmarkTapeMachineRunAll(b *testing.B) {
+	g := G.NewGraph()
+	x := G.NewVector(g, G.Float64, G.WithShape(4), G.WithName("x"), G.WithInit(G.Ones()))
+	cost := G.Must(G.Sum(G.Must(G.Mul(x, x))))
+	if _, err := G.Grad(cost, x); err != nil {
+		b.Fatal(err)
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := vm.RunAll(); err != nil {
+			b.Fatal(err)
+		}
+		vm.Reset()
+	}
+}
