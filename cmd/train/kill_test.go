@@ -100,7 +100,7 @@ func TestSIGTERMExits143(t *testing.T) {
 		t.Skip("a second")
 	}
 	out := filepath.Join(t.TempDir(), "run")
-	stderr, err := signalWhen(t, "step 0/100000", syscall.SIGTERM, "run", "-W", "15", "-K", "15", "-L", "5", "-until", "0", "-steps", "100000", "-out", out)
+	_, stderr, err := signalWhen(t, "step 0/100000", syscall.SIGTERM, "run", "-W", "15", "-K", "15", "-L", "5", "-until", "0", "-steps", "100000", "-out", out)
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
 		t.Fatalf("exit: %v, want 143; stderr %q", err, stderr.String())
 	}
@@ -125,12 +125,12 @@ func TestSIGINTDuringEvaluation(t *testing.T) {
 		t.Skip("a few seconds")
 	}
 	out := filepath.Join(t.TempDir(), "run")
-	stderr, err := signalWhen(t, "measuring the policy (Monte Carlo)", syscall.SIGINT, "run", "-model", "transformer", "-trainer", "sft", "-W", "10", "-K", "10", "-L", "4", "-eval-rollouts", "1000000", "-eval-tokens", "0", "-out", out)
+	stdout, stderr, err := signalWhen(t, "measuring the policy (Monte Carlo)", syscall.SIGINT, "run", "-model", "transformer", "-trainer", "sft", "-W", "10", "-K", "10", "-L", "4", "-eval-rollouts", "1000000", "-eval-tokens", "0", "-out", out)
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
 		t.Fatalf("exit: %v, want 130; stderr %q", err, stderr.String())
 	}
-	if s := stderr.String(); !contains(s, "interrupted by interrupt at step 0") || contains(s, "hitting_time") {
-		t.Errorf("stderr %q: want the run interrupted at step 0, before its first row", s)
+	if !contains(stderr.String(), "interrupted by interrupt at step 0") || contains(stdout.String(), "hitting_time") {
+		t.Errorf("stdout %q, stderr %q: want the run interrupted at step 0, before its first row", stdout.String(), stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(out, experiment.SummaryFile)); err == nil {
 		t.Errorf("an interrupted run wrote %s", experiment.SummaryFile)
@@ -165,7 +165,7 @@ func TestSIGTERMDuringReproduce(t *testing.T) {
 		t.Skip("a few seconds")
 	}
 	out := filepath.Join(t.TempDir(), "repro")
-	stderr, err := signalWhen(t, "[3/6]", syscall.SIGTERM, "reproduce", "fig7-transformer", "-quick", "-out", out)
+	_, stderr, err := signalWhen(t, "[3/6]", syscall.SIGTERM, "reproduce", "fig7-transformer", "-quick", "-out", out)
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
 		t.Fatalf("exit: %v, want 143; stderr %q", err, stderr.String())
 	}
@@ -190,13 +190,13 @@ func TestSIGTERMDuringReproduce(t *testing.T) {
 }
 
 // signalWhen starts train with args as a real process, sends it sig once its
-// stdout or stderr contains marker and waits: its stderr and the process's
-// error. A process that exits before printing marker, or runs on for 2
+// stdout or stderr contains marker and waits: its stdout, its stderr and
+// the process's error. A process that exits before printing marker, or runs on for 2
 // minutes before it or after the signal, fails the test.
-func signalWhen(t *testing.T, marker string, sig os.Signal, args ...string) (*safeBuffer, error) {
+func signalWhen(t *testing.T, marker string, sig os.Signal, args ...string) (stdout, stderr *safeBuffer, err error) {
 	t.Helper()
 	cmd := trainProcess(t, args...)
-	stdout, stderr := new(safeBuffer), new(safeBuffer)
+	stdout, stderr = new(safeBuffer), new(safeBuffer)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -216,11 +216,11 @@ func signalWhen(t *testing.T, marker string, sig os.Signal, args ...string) (*sa
 	}
 	cmd.Process.Signal(sig)
 	select {
-	case err := <-done:
-		return stderr, err
+	case err = <-done:
+		return stdout, stderr, err
 	case <-time.After(2 * time.Minute):
 		cmd.Process.Kill()
 		t.Fatalf("still running 2 minutes after %v; stderr %q", sig, stderr.String())
-		return nil, nil
+		return nil, nil, nil
 	}
 }
