@@ -136,11 +136,13 @@ type tableKernel struct {
 	lay     *TableLayout
 	p       int
 	pi      []float64 // (Capacity*R) each slot's probability, kept by forward for backward
-	packed  []float64 // forward: the unmasked slots' exponentials, token after token
 	scratch []float64 // backward: one table-sized accumulator per block
 }
 
-// tableBlock is the number of tokens one goroutine handles serially.
+// tableBlock is the number of tokens of one block: the forward takes a
+// block's exponentials at once, the backward sums a block's gradient into
+// one accumulator. The blocks are fixed, so results do not depend on the
+// number of cores.
 const tableBlock = 4096
 
 func (k *tableKernel) forward(out []float64, in [][]float64) error {
@@ -148,51 +150,62 @@ func (k *tableKernel) forward(out []float64, in [][]float64) error {
 	if err := l.Check(k.p); err != nil {
 		return err
 	}
-	k.pi, k.packed = kernels.Grow(k.pi, len(out)), kernels.Grow(k.packed, len(out))
+	k.pi = kernels.Grow(k.pi, len(out))
 	empty := -math.Log(float64(r)) // a row of R masked slots: log-softmax of R equal logits
-	kernels.ParallelFor(l.capacity, tableBlock, func(lo, hi int) {
-		// out holds z - max(z) per slot, and the block's part of packed
-		// the filled tokens' unmasked ones, row after row, whose
-		// exponentials are taken at once (Exps is four-wide).
-		packed, at := k.packed[lo*r:hi*r], 0
-		for t := lo; t < min(hi, l.n); t++ {
-			e0, c, off, z := l.first[t], l.cnt[t], l.offsets[t*r:], out[t*r:(t+1)*r]
-			m := math.Inf(-1)
-			for j := range c {
-				z[j] = table[e0+j] + off[j]
-				m = max(m, z[j])
+	blocks := (l.capacity + tableBlock - 1) / tableBlock
+	kernels.ParallelFor(blocks, 1, func(blo, bhi int) {
+		// packed holds a block's unmasked z - max(z), token after token,
+		// padded with zeros to a multiple of four: Exps takes every one
+		// four at a time, wherever a token falls in the block. (Its last
+		// few scalar exponentials can differ in the last bit, and when
+		// each goroutine packed its whole share, which ones took that
+		// path depended on the number of cores.) It stays in cache, where
+		// a share's millions did not.
+		packed := make([]float64, tableBlock*r+3)
+		for bk := blo; bk < bhi; bk++ {
+			lo, hi := bk*tableBlock, min(l.capacity, (bk+1)*tableBlock)
+			at := 0
+			for t := lo; t < min(hi, l.n); t++ {
+				e0, c, off, z := l.first[t], l.cnt[t], l.offsets[t*r:], out[t*r:(t+1)*r]
+				m := math.Inf(-1)
+				for j := range c {
+					z[j] = table[e0+j] + off[j]
+					m = max(m, z[j])
+				}
+				for j := range c {
+					z[j] -= m
+					packed[at+j] = z[j]
+				}
+				for j := c; j < r; j++ {
+					z[j] = MaskLogit - m
+				}
+				at += c
 			}
-			for j := range c {
-				z[j] -= m
+			n4 := (at + 3) &^ 3
+			clear(packed[at:n4])
+			kernels.Exps(packed[:n4], packed[:n4], 0)
+			at = 0
+			for t := lo; t < min(hi, l.n); t++ {
+				c, z, pi := l.cnt[t], out[t*r:(t+1)*r], k.pi[t*r:(t+1)*r]
+				sum := 0.0
+				for _, v := range packed[at : at+c] {
+					sum += v
+				}
+				lse, inv := math.Log(sum), 1/sum
+				for j := range z {
+					z[j] -= lse
+				}
+				for j := range c {
+					pi[j] = packed[at+j] * inv
+				}
+				clear(pi[c:]) // masked: probability exactly 0
+				at += c
 			}
-			for j := c; j < r; j++ {
-				z[j] = MaskLogit - m
-			}
-			copy(packed[at:at+c], z[:c])
-			at += c
-		}
-		kernels.Exps(packed[:at], packed[:at], 0)
-		at = 0
-		for t := lo; t < min(hi, l.n); t++ {
-			c, z, pi := l.cnt[t], out[t*r:(t+1)*r], k.pi[t*r:(t+1)*r]
-			sum := 0.0
-			for _, v := range packed[at : at+c] {
-				sum += v
-			}
-			lse, inv := math.Log(sum), 1/sum
-			for j := range z {
-				z[j] -= lse
-			}
-			for j := range c {
-				pi[j] = packed[at+j] * inv
-			}
-			clear(pi[c:]) // masked: probability exactly 0
-			at += c
-		}
-		for t := max(lo, l.n); t < hi; t++ {
-			z, pi := out[t*r:(t+1)*r], k.pi[t*r:(t+1)*r]
-			for j := range z {
-				z[j], pi[j] = empty, 0
+			for t := max(lo, l.n); t < hi; t++ {
+				z, pi := out[t*r:(t+1)*r], k.pi[t*r:(t+1)*r]
+				for j := range z {
+					z[j], pi[j] = empty, 0
+				}
 			}
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 	"github.com/rlvr-backtrack/backtrack/nn/stock"
 )
 
@@ -117,24 +118,69 @@ func TestTableLogSoftmaxRefill(t *testing.T) {
 }
 
 // TestTableLogSoftmaxCores: a fill of several blocks gives the same
-// gradient, bit for bit, on 1 and on 4 goroutines.
+// log-probabilities and gradient, bit for bit, on 1 to 4 goroutines. The
+// second fill gives every token the slot logits 0, x and x, for an x whose
+// exponential four at a time (kernels.Exps's AVX2 path) differs from
+// kernels.Exp's (its scalar path) enough to move the row's log-sum: where
+// the exponentials were packed per goroutine's share, the last few of each
+// share took the scalar path, so a token there got a different
+// log-probability on 2 goroutines than on 1.
 func TestTableLogSoftmaxCores(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 9))
 	const capacity, r, p = 3*tableBlock + 17, 4, 11
-	lay := randomTable(rng, capacity, r, capacity-3, p, 1)
-	table, w := randomVector(rng, p, 1), randomVector(rng, capacity*r, 1)
-	grad := func(procs int) []float64 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		_, gr := evaluate(t, func(_ *G.ExprGraph, in G.Nodes) (*G.Node, error) { return TableLogSoftmax(lay, in[0]) },
-			[]param{{"table", []int{p}, table}}, w)
-		return gr[0]
+	random := randomTable(rng, capacity, r, capacity-3, p, 1)
+	x := expsDiffer()
+	threeSlots := NewTableLayout(capacity, r)
+	for tok := range capacity {
+		copy(threeSlots.Set(tok, 0, 3, 0), []float64{0, x, x})
 	}
-	one, four := grad(1), grad(4)
-	for e := range one {
-		if one[e] != four[e] {
-			t.Errorf("d/dtable[%d]: %v on 1 goroutine, %v on 4", e, one[e], four[e])
+	threeSlots.SetLen(capacity)
+	for _, tc := range []struct {
+		name  string
+		lay   *TableLayout
+		table []float64
+	}{{"random", random, randomVector(rng, p, 1)}, {"slots 0, x and x", threeSlots, make([]float64, p)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := randomVector(rng, capacity*r, 1)
+			run := func(procs int) ([]float64, []float64) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				out, gr := evaluate(t, func(_ *G.ExprGraph, in G.Nodes) (*G.Node, error) { return TableLogSoftmax(tc.lay, in[0]) },
+					[]param{{"table", []int{p}, tc.table}}, w)
+				return out, gr[0]
+			}
+			out1, grad1 := run(1)
+			for procs := 2; procs <= 4; procs++ {
+				out, grad := run(procs)
+				for i := range out1 {
+					if out[i] != out1[i] {
+						t.Fatalf("log-probability %d: %v on 1 goroutine, %v on %d", i, out1[i], out[i], procs)
+					}
+				}
+				for e := range grad1 {
+					if grad[e] != grad1[e] {
+						t.Errorf("d/dtable[%d]: %v on 1 goroutine, %v on %d", e, grad1[e], grad[e], procs)
+					}
+				}
+			}
+		})
+	}
+}
+
+// expsDiffer returns an x < 0 for which the log-sum of the exponentials of
+// 0, x and x differs when kernels.Exps takes them four at a time and when
+// kernels.Exp takes them one by one, or -1 where the two never differ (no
+// four-wide path).
+func expsDiffer() float64 {
+	rng := rand.New(rand.NewPCG(10, 11))
+	four := make([]float64, 4)
+	for range 1 << 22 {
+		x := -rng.Float64()
+		kernels.Exps(four, []float64{x, x, x, x}, 0)
+		if e := kernels.Exp(x); math.Log(1+four[0]+four[0]) != math.Log(1+e+e) {
+			return x
 		}
 	}
+	return -1
 }
 
 // TestTableLayoutErrors: a run refuses a fill whose taken slot or entries
