@@ -14,8 +14,9 @@ import (
 // Transformer's parameter values, precomputed once: per token x the record
 // [E[x] | E[x] W_Q | E[x] W_K | E[x] W_V[:, head h] W_O[head h, :] for each
 // head h] (V, (3+H) D), the same per position residue for P, the output
-// embeddings U (V, D) (row a: token a's), the per-entry logits B (NNZ) and
-// the layer norm's gain and bias. The first layer is linear in h0 = E[x] +
+// embedding of each support entry's next token (NNZ, D): a row's are
+// contiguous, so its logits are one Dots), the per-entry logits B (NNZ)
+// and the layer norm's gain and bias. The first layer is linear in h0 = E[x] +
 // P[c], so a token's record at a position is the sum of two rows, and a
 // sampler's Push costs O(Context*D + R*D).
 //
@@ -30,7 +31,7 @@ type TransformerSnapshot struct {
 	d, heads, w    int       // width, heads, record width (3+H) D
 	tok            []float64 // (V, W) token records
 	pos            []float64 // (C, W) position records, nil without positions
-	unemb          []float64 // (V, D) output embeddings, row a token a's
+	unemb          []float64 // (NNZ, D) output embeddings, row e entry e's next token's
 	bias           []float64 // (NNZ) per-entry logit B (zeros with Init "identity")
 	lnGain, lnBias []float64 // (D) each, nil without LayerNorm
 }
@@ -55,16 +56,20 @@ func (tr *Transformer) Snapshot() *TransformerSnapshot {
 	if tr.pos != nil {
 		sn.pos = records(floatsOf(tr.pos), c)
 	}
-	u := floatsOf(tr.unemb)
-	sn.unemb, sn.bias = slices.Clone(u), make([]float64, cfg.Support.NNZ())
-	if tr.bias != nil {
-		copy(sn.bias, floatsOf(tr.bias))
-	} else { // identity: U is (D, V), column a is token a's
-		for a := 0; a < v; a++ {
-			for i := 0; i < d; i++ {
-				sn.unemb[a*d+i] = u[i*v+a]
+	u, nnz := floatsOf(tr.unemb), cfg.Support.NNZ()
+	sn.unemb, sn.bias = make([]float64, nnz*d), make([]float64, nnz)
+	for e, a := range cfg.Support.Next[:nnz] {
+		row := sn.unemb[e*d : (e+1)*d]
+		if tr.bias != nil { // U is (V, D), row a is token a's
+			copy(row, u[a*d:(a+1)*d])
+		} else { // identity: U is (D, V), column a is token a's
+			for i := range row {
+				row[i] = u[i*v+a]
 			}
 		}
+	}
+	if tr.bias != nil {
+		copy(sn.bias, floatsOf(tr.bias))
 	}
 	if tr.lnGain != nil {
 		sn.lnGain, sn.lnBias = slices.Clone(floatsOf(tr.lnGain)), slices.Clone(floatsOf(tr.lnBias))
@@ -190,9 +195,9 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 	}
 	lo, hi := cfg.Support.Offsets[x], cfg.Support.Offsets[x+1]
 	s.logp, s.prob = s.logp[:hi-lo], s.prob[:hi-lo]
+	kernels.Dots(s.logp, h, sn.unemb[lo*d:], d)
 	for e := lo; e < hi; e++ {
-		a := cfg.Support.Next[e]
-		s.logp[e-lo] = kernels.Dot(h, sn.unemb[a*d:(a+1)*d]) + sn.bias[e]
+		s.logp[e-lo] += sn.bias[e]
 	}
 	kernels.LogSoftmax(s.logp, s.prob, s.logp)
 	s.n++

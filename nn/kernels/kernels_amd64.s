@@ -216,6 +216,89 @@ TEXT ·dotsAVX(SB), NOSPLIT, $0-80
 	ANDQ $-4, R11
 	XORQ R12, R12
 
+	// Two rows at a time (DI and BX = DI + stride): their eight
+	// accumulators' chains overlap, and each row's sums are the one-row
+	// loop's, in its order, bit for bit.
+dots_pair:
+	MOVQ R9, R13
+	SUBQ R12, R13
+	CMPQ R13, $2
+	JL   dots_row
+	LEAQ (DI)(R10*1), BX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y8, Y8, Y8
+	VXORPD Y9, Y9, Y9
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+	XORQ AX, AX
+	CMPQ AX, DX
+	JGE  pair_tail4
+
+pair_loop16:
+	VMOVUPD (SI)(AX*8), Y4
+	VMOVUPD 32(SI)(AX*8), Y5
+	VMOVUPD 64(SI)(AX*8), Y6
+	VMOVUPD 96(SI)(AX*8), Y7
+	VFMADD231PD (DI)(AX*8), Y4, Y0
+	VFMADD231PD 32(DI)(AX*8), Y5, Y1
+	VFMADD231PD 64(DI)(AX*8), Y6, Y2
+	VFMADD231PD 96(DI)(AX*8), Y7, Y3
+	VFMADD231PD (BX)(AX*8), Y4, Y8
+	VFMADD231PD 32(BX)(AX*8), Y5, Y9
+	VFMADD231PD 64(BX)(AX*8), Y6, Y10
+	VFMADD231PD 96(BX)(AX*8), Y7, Y11
+	ADDQ $16, AX
+	CMPQ AX, DX
+	JL   pair_loop16
+
+pair_tail4:
+	CMPQ AX, R11
+	JGE  pair_reduce
+
+pair_loop4:
+	VMOVUPD (SI)(AX*8), Y4
+	VFMADD231PD (DI)(AX*8), Y4, Y0
+	VFMADD231PD (BX)(AX*8), Y4, Y8
+	ADDQ $4, AX
+	CMPQ AX, R11
+	JL   pair_loop4
+
+pair_reduce:
+	VADDPD Y1, Y0, Y0
+	VADDPD Y3, Y2, Y2
+	VADDPD Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD X1, X0, X0
+	VPERMILPD $1, X0, X1
+	VADDSD X1, X0, X0
+	VADDPD Y9, Y8, Y8
+	VADDPD Y11, Y10, Y10
+	VADDPD Y10, Y8, Y8
+	VEXTRACTF128 $1, Y8, X9
+	VADDPD X9, X8, X8
+	VPERMILPD $1, X8, X9
+	VADDSD X9, X8, X8
+	CMPQ AX, CX
+	JGE  pair_store
+
+pair_loop1:
+	VMOVSD (SI)(AX*8), X4
+	VFMADD231SD (DI)(AX*8), X4, X0
+	VFMADD231SD (BX)(AX*8), X4, X8
+	INCQ AX
+	CMPQ AX, CX
+	JL   pair_loop1
+
+pair_store:
+	VMOVSD X0, (R8)(R12*8)
+	VMOVSD X8, 8(R8)(R12*8)
+	LEAQ (BX)(R10*1), DI
+	ADDQ $2, R12
+	JMP  dots_pair
+
 dots_row:
 	CMPQ R12, R9
 	JGE  dots_done

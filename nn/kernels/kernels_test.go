@@ -54,8 +54,9 @@ func checkVectorKernels(t *testing.T) {
 }
 
 // TestStridedKernels checks dots and axpys against dot and axpy row by row
-// (the same rounding) on strided rows of every width from 0 to 21 and at
-// 64, with 0, 1 and 5 rows.
+// (the same rounding) on rows of every width from 0 to 21 and at 64, back
+// to back and strided, with 0, 1, 2, 5 and 8 rows (dots takes two rows at a
+// time, then the odd one).
 func TestStridedKernels(t *testing.T) { checkStridedKernels(t) }
 
 func checkStridedKernels(t *testing.T) {
@@ -66,8 +67,8 @@ func checkStridedKernels(t *testing.T) {
 		widths = append(widths, n)
 	}
 	for _, n := range widths {
-		for _, rows := range []int{0, 1, 5} {
-			stride := n + 3
+		for _, shape := range [][2]int{{0, 3}, {1, 3}, {2, 0}, {5, 3}, {5, 0}, {8, 3}} {
+			rows, stride := shape[0], n+shape[1]
 			a, x, c := randomVector(rng, rows*stride, 1), randomVector(rng, n, 1), randomVector(rng, rows, 1)
 			y := make([]float64, rows)
 			Dots(y, x, a, stride)
@@ -77,13 +78,13 @@ func checkStridedKernels(t *testing.T) {
 			for i := range rows {
 				row := a[i*stride : i*stride+n]
 				if w := Dot(x, row); y[i] != w {
-					t.Errorf("width %d, %d rows: dots[%d]: got %v, want %v", n, rows, i, y[i], w)
+					t.Errorf("width %d, %d rows of stride %d: dots[%d]: got %v, want %v", n, rows, stride, i, y[i], w)
 				}
 				Axpy(want, c[i], row)
 			}
 			for j := range want {
 				if got[j] != want[j] {
-					t.Errorf("width %d, %d rows: axpys[%d]: got %v, want %v", n, rows, j, got[j], want[j])
+					t.Errorf("width %d, %d rows of stride %d: axpys[%d]: got %v, want %v", n, rows, stride, j, got[j], want[j])
 				}
 			}
 		}
