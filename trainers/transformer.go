@@ -339,19 +339,23 @@ func (l *transformer) sequences(b *eval.Batch) ([]tokenSeq, error) {
 // (an update's, reused from step to step); it returns both.
 func (l *transformer) sequencesInto(b *eval.Batch, seqs []tokenSeq, buf []int) ([]tokenSeq, []int, error) {
 	g := l.t.g
-	buf = kernels.Grow(buf, len(b.Entries)+len(b.Targets))[:0]
+	buf = kernels.Grow(buf, len(b.Entries)+len(b.Targets)) // rollout i's tokens from b.Starts[i]+i on
 	seqs = kernels.Grow(seqs, len(b.Targets))
-	for i := range seqs {
-		at := len(buf)
-		buf = append(buf, 0)
-		for _, e := range b.Entries[b.Starts[i]:b.Starts[i+1]] {
-			buf = append(buf, g.Next[e])
+	errs := make([]error, len(seqs))
+	kernels.ParallelEach(len(seqs), func(i int) {
+		lo, hi := b.Starts[i]-b.Starts[0]+i, b.Starts[i+1]-b.Starts[0]+i+1
+		ids := buf[lo:hi:hi]
+		ids[0] = 0
+		for k, e := range b.Entries[b.Starts[i]:b.Starts[i+1]] {
+			ids[k+1] = g.Next[e]
 		}
-		ids := buf[at:len(buf):len(buf)]
-		if _, err := l.tok.EncodeTo(ids[:0], ids); err != nil { // state ids are token ids: checked in place
+		_, errs[i] = l.tok.EncodeTo(ids[:0], ids) // state ids are token ids: checked in place
+		seqs[i] = tokenSeq{tokens: ids, target: b.Targets[i]}
+	})
+	for _, err := range errs {
+		if err != nil {
 			return nil, buf, err
 		}
-		seqs[i] = tokenSeq{tokens: ids, target: b.Targets[i]}
 	}
 	return seqs, buf, nil
 }

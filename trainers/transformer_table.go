@@ -70,14 +70,30 @@ func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []in
 	if len(l.tableIn) <= mb {
 		l.tableIn = append(l.tableIn, make([]tableTokens, mb+1-len(l.tableIn))...)
 	}
-	out := tableTokens{tokens: l.tableIn[mb].tokens[:0], rollouts: l.tableIn[mb].rollouts[:0]}
-	for _, i := range rs {
+	// Each rollout's count of tokens at trained states, then each one's
+	// tokens written where the counts before it end, rollouts on every core.
+	at := make([]int, len(rs)+1)
+	kernels.ParallelEach(len(rs), func(k int) {
+		i := rs[k]
 		for t := ab.Starts[i]; t < ab.Starts[i+1]; t++ {
 			if l.t.trained[states[t]] {
-				out.tokens, out.rollouts = append(out.tokens, t), append(out.rollouts, int32(i))
+				at[k+1]++
 			}
 		}
+	})
+	for k := range rs {
+		at[k+1] += at[k]
 	}
+	out := tableTokens{tokens: kernels.Grow(l.tableIn[mb].tokens, at[len(rs)]), rollouts: kernels.Grow(l.tableIn[mb].rollouts, at[len(rs)])}
+	kernels.ParallelEach(len(rs), func(k int) {
+		i, j := rs[k], at[k]
+		for t := ab.Starts[i]; t < ab.Starts[i+1]; t++ {
+			if l.t.trained[states[t]] {
+				out.tokens[j], out.rollouts[j] = t, int32(i)
+				j++
+			}
+		}
+	})
 	l.tableIn[mb] = out // valid until the next update's
 	out.scale = 1
 	if k := l.opts.TableTokens / m; l.opts.TableTokens > 0 && len(out.tokens) > k {
@@ -156,7 +172,7 @@ func (l *transformer) rowStarts(ab *eval.AgentBatch, states []int32) []int {
 // out's memory when it is large enough.
 func rowStartsInto(out []int, g *tasks.Graph, trained []bool, ab *eval.AgentBatch, states []int32) []int {
 	out = kernels.Grow(out, len(states))
-	for i := range len(ab.Starts) - 1 {
+	kernels.ParallelEach(len(ab.Starts)-1, func(i int) {
 		at := 0
 		for t := ab.Starts[i]; t < ab.Starts[i+1]; t++ {
 			out[t] = at
@@ -164,7 +180,7 @@ func rowStartsInto(out []int, g *tasks.Graph, trained []bool, ab *eval.AgentBatc
 				at += g.Offsets[s+1] - g.Offsets[s]
 			}
 		}
-	}
+	})
 	return out
 }
 

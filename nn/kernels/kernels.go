@@ -3,6 +3,7 @@ package kernels
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -289,6 +290,32 @@ func ParallelFor(n, grain int, fn func(lo, hi int)) {
 		}(lo)
 	}
 	fn(0, min(n, chunk))
+	wg.Wait()
+}
+
+// ParallelEach calls fn(i) for every i < n on up to GOMAXPROCS goroutines
+// (the caller's included), each taking the next item when it is done with
+// one: for items of very unequal cost, such as rollouts. fn must treat its
+// items independently.
+func ParallelEach(n int, fn func(i int)) {
+	w := min(runtime.GOMAXPROCS(0), n)
+	if w <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	work := func() {
+		for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+			fn(i)
+		}
+	}
+	var wg sync.WaitGroup
+	for range w - 1 {
+		wg.Go(work)
+	}
+	work()
 	wg.Wait()
 }
 

@@ -3,6 +3,8 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
 	"testing"
 )
 
@@ -221,6 +223,25 @@ func checkMatrixKernels(t *testing.T) {
 					t.Fatalf("ger %v alpha %v [%d]: got %v, want %v", sh, alpha, i, v, want[i])
 				}
 			}
+		}
+	}
+}
+
+// TestParallelEach: every item is visited exactly once, on 1 to 4
+// goroutines, for no items, fewer items than goroutines and many.
+func TestParallelEach(t *testing.T) {
+	for procs := 1; procs <= 4; procs++ {
+		for _, n := range []int{0, 1, 3, 1000} {
+			func() {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				seen := make([]atomic.Int32, n)
+				ParallelEach(n, func(i int) { seen[i].Add(1) })
+				for i := range seen {
+					if c := seen[i].Load(); c != 1 {
+						t.Errorf("%d goroutines, %d items: item %d visited %d times", procs, n, i, c)
+					}
+				}
+			}()
 		}
 	}
 }
