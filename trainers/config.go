@@ -64,7 +64,13 @@ type Config struct {
 	// Minibatches minibatches, ratio clipped at 1 +- Clip, an optional KL
 	// penalty to the starting policy and entropy bonus). The transformer's
 	// cross-entropy trainers also draw Rollouts sequences per step.
-	Rollouts      int     `json:"rollouts"`
+	Rollouts int `json:"rollouts"`
+	// StepTokens (sampled trainers; 0: off) draws fewer rollouts while the
+	// hitting time is long: a step draws about StepTokens / H of them, H
+	// the hitting time its horizon is taken from, at most Rollouts and at
+	// least what the trainer needs (stepRollouts). Far from the limit a
+	// step then samples about StepTokens tokens instead of Rollouts x H.
+	StepTokens    int     `json:"step_tokens"`
 	Beta          float64 `json:"beta"`
 	HorizonFactor float64 `json:"horizon_factor"`
 	Epochs        int     `json:"epochs"`
@@ -214,6 +220,7 @@ func (c Config) Validate(m Model) error {
 		{"train.supervised_backward", c.SupervisedBackward >= 0 && c.SupervisedBackward <= 1, fmt.Sprintf("supervised_backward %v: want a fraction in [0, 1]", c.SupervisedBackward)},
 		{"train.patience", c.Patience >= 0, fmt.Sprintf("patience %d: want >= 0 (0: never stop for lack of progress)", c.Patience)},
 		{"train.rollouts", c.Rollouts >= 1, fmt.Sprintf("rollouts %d: want >= 1", c.Rollouts)},
+		{"train.step_tokens", c.StepTokens >= 0, fmt.Sprintf("step_tokens %d: want >= 0 (0: every step draws -rollouts)", c.StepTokens)},
 		{"train.beta", c.Beta >= 0 && !math.IsInf(c.Beta, 0), fmt.Sprintf("beta %v: want a finite length penalty >= 0", c.Beta)},
 		{"train.horizon_factor", c.HorizonFactor >= 1 && c.HorizonFactor <= maxHorizonFactor, fmt.Sprintf("horizon_factor %v: want in [1, %g] (the paper's 2): below 1 the horizon is shorter than the hitting time and cuts most rollouts before their target", c.HorizonFactor, float64(maxHorizonFactor))},
 		{"train.epochs", c.Epochs >= 1, fmt.Sprintf("epochs %d: want >= 1", c.Epochs)},

@@ -99,6 +99,7 @@ var Fields = []Field{
 	{"train.patience", everyRun, every},
 	{"train.rollouts", kinds(Kind.Sampled) + "; on the transformer also sft and distill",
 		func(c Choice) bool { return c.Trainer.Sampled() || isTransformer(c) }},
+	{"train.step_tokens", kinds(Kind.Sampled), isSampled},
 	{"train.beta", kinds(Kind.Sampled), isSampled},
 	{"train.horizon_factor", kinds(Kind.Sampled), isSampled},
 	{"train.epochs", kinds(Kind.Clipped), isClipped},

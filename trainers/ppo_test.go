@@ -20,6 +20,61 @@ func constVec(g *G.ExprGraph, name string, x []float64) *G.Node {
 		G.WithValue(tensor.New(tensor.WithShape(len(x)), tensor.WithBacking(append([]float64(nil), x...)))))
 }
 
+// TestStepRollouts: with step_tokens a step draws ceil(step_tokens / H)
+// rollouts for the hitting time H its horizon comes from, capped at
+// -rollouts, at least one per minibatch (ppo), in whole groups (grpo). A
+// bigram PPO run at W=K=5, L=3 with step_tokens 40000 draws at each step
+// the count of the exact hitting time before it: about 29 at H_0, and
+// -rollouts once H is short.
+func TestStepRollouts(t *testing.T) {
+	ppo := Defaults(PPO, BigramModel)
+	ppo.Rollouts, ppo.Minibatches, ppo.StepTokens = 128, 4, 10000
+	grpo := Defaults(GRPO, BigramModel)
+	grpo.Rollouts, grpo.GroupSize, grpo.StepTokens = 64, 8, 10000
+	off := ppo
+	off.StepTokens = 0
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		est  float64
+		want int
+	}{
+		{"off", off, 5e4, 128}, {"far", ppo, 1000, 10}, {"ceil", ppo, 999, 11}, {"near", ppo, 50, 128},
+		{"a rollout per minibatch", ppo, 1e6, 4}, {"below one", ppo, 0.5, 128},
+		{"whole groups", grpo, 1000, 16}, {"one group", grpo, 1e6, 8}, {"grouped cap", grpo, 10, 64},
+	} {
+		if got := tc.cfg.stepRollouts(tc.est); got != tc.want {
+			t.Errorf("%s: %d rollouts at H = %v, want %d", tc.name, got, tc.est, tc.want)
+		}
+	}
+
+	g := graph(t, tasks.Config{W: 5, K: 5, L: 3})
+	cfg := Defaults(PPO, BigramModel)
+	cfg.StepTokens, cfg.LogEvery = 40000, 1
+	tr, err := New(cfg, g, Setup{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var rows []Row
+	if _, err := tr.Run(context.Background(), Hooks{Row: func(r Row) error { rows = append(rows, r); return nil }}); err != nil {
+		t.Fatal(err)
+	}
+	capped := 0
+	for i := 1; i < len(rows); i++ {
+		drawn, want := rows[i].Rollouts-rows[i-1].Rollouts, cfg.stepRollouts(rows[i-1].HittingTime)
+		if drawn != want {
+			t.Fatalf("step %d drew %d rollouts at H = %v, want %d", i, drawn, rows[i-1].HittingTime, want)
+		}
+		if drawn == cfg.Rollouts {
+			capped++
+		}
+	}
+	if first := rows[1].Rollouts; first != int(math.Ceil(40000/rows[0].HittingTime)) || capped == 0 {
+		t.Errorf("first step drew %d rollouts at H_0 = %v; %d of %d steps drew -rollouts", first, rows[0].HittingTime, capped, len(rows)-1)
+	}
+}
+
 // TestPPOObjectiveKnownAnswer checks the clipped surrogate on four
 // hand-computed items (eps = 0.2): ratio 2 with A+ = 1 is clipped to 1.2;
 // ratio 2/3 with A- = -2 is clipped to 0.8; ratio 1 with A+ = 0.5 and

@@ -49,10 +49,14 @@ func BenchmarkRLVRStep(b *testing.B) {
 // uninterrupted run, for every optimiser and trainer.
 func TestResumeIsBitIdentical(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
-	for _, tc := range []struct{ trainer, opt, baseline string }{
-		{"rlvr-exact", "sign", ""}, {"rlvr-exact", "sgd", ""}, {"rlvr-exact", "adam", ""}, {"pretrain", "adam", ""},
-		{"sft", "adam", ""}, {"ppo", "adam", "state"}, {"ppo", "adam", "gae"}, {"reinforce", "sgd", "state-target"},
-		{"grpo", "adam", ""}, {"dr-grpo", "sgd", ""},
+	for _, tc := range []struct {
+		trainer, opt, baseline string
+		stepTokens             int
+	}{
+		{"rlvr-exact", "sign", "", 0}, {"rlvr-exact", "sgd", "", 0}, {"rlvr-exact", "adam", "", 0}, {"pretrain", "adam", "", 0},
+		{"sft", "adam", "", 0}, {"ppo", "adam", "state", 0}, {"ppo", "adam", "gae", 0}, {"reinforce", "sgd", "state-target", 0},
+		{"grpo", "adam", "", 0}, {"dr-grpo", "sgd", "", 0},
+		{"ppo", "adam", "fork", 60}, {"grpo", "adam", "", 60}, // batches whose size follows the hitting time
 	} {
 		cfg := Defaults(Kind(tc.trainer), BigramModel)
 		cfg.Optim = DefaultOptim(cfg.Trainer, BigramModel, tc.opt)
@@ -60,7 +64,7 @@ func TestResumeIsBitIdentical(t *testing.T) {
 		if tc.baseline != "" {
 			cfg.Baseline = tc.baseline
 		}
-		cfg.Rollouts, cfg.Minibatches = 8, 2
+		cfg.Rollouts, cfg.Minibatches, cfg.StepTokens = 8, 2, tc.stepTokens
 		if tc.opt == "sgd" {
 			cfg.Optim.LR = 1e-4
 		}

@@ -178,15 +178,40 @@ func (t *Trainer) drawBatch(ctx context.Context) (*eval.AgentBatch, int, error) 
 		return nil, 0, err
 	}
 	horizon := int(math.Ceil(cfg.HorizonFactor * est))
+	n := cfg.stepRollouts(est)
 	var targets []int // nil: a uniform target per rollout
 	if cfg.Trainer.Grouped() {
-		targets = groupTargets(cfg.Rollouts, cfg.GroupSize, t.g.W(), t.stepSeed())
+		targets = groupTargets(n, cfg.GroupSize, t.g.W(), t.stepSeed())
 	}
-	b, err := t.sampled().rollouts(ctx, cfg.Rollouts, horizon, t.stepSeed(), targets)
+	b, err := t.sampled().rollouts(ctx, n, horizon, t.stepSeed(), targets)
 	if err != nil {
 		return nil, 0, fmt.Errorf("trainers: step %d: %w", t.done, err)
 	}
 	return b, horizon, nil
+}
+
+// stepRollouts is the number of rollouts a step draws when its horizon
+// comes from the hitting time est: Rollouts, or with StepTokens about
+// StepTokens / est of them, at most Rollouts and at least what the trainer
+// needs (a rollout per minibatch for the clipped trainers, whole groups
+// for the group-relative ones). The count is a function of the estimate
+// alone, fixed before any rollout is drawn, so the batch is not chosen by
+// the lengths it samples.
+func (c Config) stepRollouts(est float64) int {
+	if c.StepTokens <= 0 {
+		return c.Rollouts
+	}
+	n := c.Rollouts
+	if want := math.Ceil(float64(c.StepTokens) / max(est, 1)); want < float64(n) {
+		n = int(want)
+	}
+	if c.Trainer.Clipped() {
+		n = max(n, c.Minibatches)
+	}
+	if c.Trainer.Grouped() {
+		n = (n + c.GroupSize - 1) / c.GroupSize * c.GroupSize // Rollouts is a multiple of GroupSize
+	}
+	return max(n, 1)
 }
 
 // forkStates marks the fork-incoming states (baseline "fork": the walk

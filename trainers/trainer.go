@@ -311,7 +311,7 @@ func (t *Trainer) batchBytes(ctx context.Context) (float64, error) {
 		return 0, err
 	}
 	horizon := math.Ceil(t.cfg.HorizonFactor * est)
-	return float64(t.cfg.Rollouts) * math.Min(horizon, 2*est) * t.sampled().transitionBytes(), nil
+	return float64(t.cfg.stepRollouts(est)) * math.Min(horizon, 2*est) * t.sampled().transitionBytes(), nil
 }
 
 // Step takes one optimiser step (for reinforce and ppo: one iteration of

@@ -181,11 +181,11 @@ func checkMemory(g *tasks.Graph, cfg Config, opts TransformerOptions, tc nn.Tran
 	}
 	batch := 0.0
 	if cfg.Trainer.Sampled() {
-		batch = 2 * float64(cfg.Rollouts) * h0 * transitionWords(g, tc)
+		batch = 2 * float64(cfg.stepRollouts(h0)) * h0 * transitionWords(g, tc)
 	}
 	if need := 8 * (words + batch); need > float64(budget) {
 		return fmt.Errorf("trainers: transformer: width %d, context %d, %d windows of %.0f tokens and %d rollouts of about %.0f tokens need about %.3g GiB, over the budget of %.3g GiB (max_bytes): lower -rollouts, -context, -stride, -windows, -dim or -eval-rollouts",
-			tc.Dim, opts.Context, opts.Windows, rowT, cfg.Rollouts, h0, need/(1<<30), float64(budget)/(1<<30))
+			tc.Dim, opts.Context, opts.Windows, rowT, cfg.stepRollouts(h0), h0, need/(1<<30), float64(budget)/(1<<30))
 	}
 	return nil
 }

@@ -123,17 +123,21 @@
 // sampled RLVR flags (reinforce, ppo, grpo, rloo, dr-grpo; each step samples a
 // batch of rollouts of the current policy and updates from it):
 //
-//	-rollouts N            rollouts per step (default 256)
+//	-rollouts N            rollouts per step (default: the model's, see below)
+//	-step-tokens N         while the hitting time H is long, draw about N/H rollouts a
+//	                       step instead, at most -rollouts (at least one per minibatch,
+//	                       whole groups); the count comes from the estimate the
+//	                       horizon comes from, before any rollout is drawn (0: off)
 //	-beta X                length penalty in the reward 1{hit} - beta |y| (3e-4)
 //	-horizon-factor X      horizon = X times the current hitting time (default: the
 //	                       model's, see below)
-//	-baseline NAME         state (mean return from the state; default), state-target
+//	-baseline NAME         state (mean return from the state), state-target
 //	                       (given the rollout's target), fork (state-target on returns
 //	                       bootstrapped at the fork: an excursion's tokens see its own
 //	                       rewards plus the target's mean return from the fork), batch,
 //	                       or gae (GAE with a tabular critic of state and target;
-//	                       -lambda, -critic-rate); grpo, rloo, dr-grpo: group, the
-//	                       only one they take
+//	                       -lambda, -critic-rate) (default: the model's, see below);
+//	                       grpo, rloo, dr-grpo: group, the only one they take
 //	-normalize-advantages  reinforce, ppo: divide advantages by their standard
 //	                       deviation (true)
 //	-epochs N, -minibatches M, -clip E
@@ -250,8 +254,9 @@
 //	lr_decay plateau:
 //	    train.halvings (-halvings)
 //	reinforce, ppo, grpo, rloo, dr-grpo:
-//	    train.max_tokens (-max-tokens), train.beta (-beta),
-//	    train.horizon_factor (-horizon-factor), train.baseline (-baseline)
+//	    train.max_tokens (-max-tokens), train.step_tokens (-step-tokens),
+//	    train.beta (-beta), train.horizon_factor (-horizon-factor),
+//	    train.baseline (-baseline)
 //	sft on the bigram:
 //	    train.supervised_backward (-supervised-backward)
 //	reinforce, ppo, grpo, rloo, dr-grpo; on the transformer also sft and distill:
