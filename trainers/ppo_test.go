@@ -51,15 +51,7 @@ func TestStepRollouts(t *testing.T) {
 	g := graph(t, tasks.Config{W: 5, K: 5, L: 3})
 	cfg := Defaults(PPO, BigramModel)
 	cfg.StepTokens, cfg.LogEvery = 40000, 1
-	tr, err := New(cfg, g, Setup{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	var rows []Row
-	if _, err := tr.Run(context.Background(), Hooks{Row: func(r Row) error { rows = append(rows, r); return nil }}); err != nil {
-		t.Fatal(err)
-	}
+	rows := runRows(t, cfg, g, Setup{})
 	capped := 0
 	for i := 1; i < len(rows); i++ {
 		drawn, want := rows[i].Rollouts-rows[i-1].Rollouts, cfg.stepRollouts(rows[i-1].HittingTime)

@@ -24,6 +24,22 @@ func graph(t testing.TB, c tasks.Config) *tasks.Graph {
 	return g
 }
 
+// runRows trains a new trainer of cfg on g until it stops and returns the
+// rows it logged.
+func runRows(t testing.TB, cfg Config, g *tasks.Graph, s Setup) []Row {
+	t.Helper()
+	tr, err := New(cfg, g, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var rows []Row
+	if _, err := tr.Run(context.Background(), Hooks{Row: func(r Row) error { rows = append(rows, r); return nil }}); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
 // modelOf is the nn.Bigram of a bigram trainer (sparse or dense).
 func modelOf(tr *Trainer) *nn.Bigram {
 	switch l := tr.l.(type) {

@@ -245,16 +245,7 @@ func TestRunsDoNotDependOnCores(t *testing.T) {
 		cfg.Steps, cfg.LogEvery, cfg.Until = 3, 1, 0
 		run := func(procs int) []string {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-			tr, err := New(cfg, g, Setup{Model: model, Transformer: DefaultTransformerOptions(PPO)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tr.Close()
-			var rows []Row
-			if _, err := tr.Run(context.Background(), Hooks{Row: func(r Row) error { rows = append(rows, r); return nil }}); err != nil {
-				t.Fatal(err)
-			}
-			return fmtRows(rows)
+			return fmtRows(runRows(t, cfg, g, Setup{Model: model, Transformer: DefaultTransformerOptions(PPO)}))
 		}
 		one := run(1)
 		for _, procs := range []int{2, 3} {
