@@ -21,8 +21,10 @@ const defaultsStudy = "defaults"
 // defaultsSpecs are the study's checked-in sweeps: every trainer on both
 // learners at W=K=5, L=3 over a grid of rates (and baselines, and the
 // transformer's table rate for PPO), and, unless -quick, the bigram's
-// sampled trainers (3 seeds) and the transformer's PPO (seed 1) at the
-// paper's size, each run with a budget of sampled tokens.
+// sampled trainers (3 seeds), the transformer's PPO (the default rate and
+// its neighbours: 3 seeds at 3e-4 and 1e-3, one at 1e-4 and 3e-3) at the
+// paper's size, each run with a budget of sampled tokens, and the stopping
+// sweep.
 func defaultsSpecs(quick bool) []struct {
 	name string
 	data []byte
