@@ -1,0 +1,33 @@
+package sweep
+
+import (
+	"testing"
+
+	"github.com/rlvr-backtrack/backtrack/experiment"
+	"github.com/rlvr-backtrack/backtrack/tasks"
+	"github.com/rlvr-backtrack/backtrack/trainers"
+)
+
+// TestIdentityIsStable pins the identity hash, and so the folder name, of
+// runs at their defaults: a field added to the configuration must leave
+// it alone at the value that keeps the old behaviour (omitempty), or
+// every finished run of every sweep gets a new folder and is trained
+// again (-step-tokens without omitempty did that to the defaults study).
+// The hashes are those of commit 4367dcc, before that field.
+func TestIdentityIsStable(t *testing.T) {
+	for _, tc := range []struct {
+		model trainers.Model
+		kind  trainers.Kind
+		want  string
+	}{
+		{trainers.BigramModel, trainers.PPO, "ea6fb0c5"},
+		{trainers.TransformerModel, trainers.PPO, "59eedd4a"},
+		{trainers.BigramModel, trainers.RLVRExact, "8bdfd2f3"},
+	} {
+		c := experiment.Defaults(tc.model, tc.kind)
+		c.Graph = tasks.Config{W: 5, K: 5, L: 3}
+		if _, got := Identity(c); got != tc.want {
+			t.Errorf("%s on the %s: identity %s, want %s", tc.kind, tc.model, got, tc.want)
+		}
+	}
+}
