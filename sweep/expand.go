@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -129,12 +130,24 @@ func (s *Spec) Expand(out string) (*Plan, error) {
 // Identity is a resolved configuration without its folder, as canonical
 // JSON, and its short hash (8 hex digits of SHA-256): what makes two runs
 // the same run wherever their folders are.
+//
+// A field added to the configuration after runs were made is left out at
+// the value that keeps the old behaviour (neutral), so those runs keep
+// their identity and folder, and a sweep run again finds them done
+// (TestIdentityIsStable); config.json still records it.
 func Identity(c experiment.Config) (id, hash string) {
 	c.Out = ""
 	data := mustMarshal(c)
+	for _, n := range neutral {
+		data = bytes.Replace(data, []byte(n), []byte(","), 1)
+	}
 	sum := sha256.Sum256(data)
 	return string(data), hex.EncodeToString(sum[:4])
 }
+
+// neutral are the added fields at their neutral values, as json.Marshal
+// writes them between two others.
+var neutral = []string{`,"step_tokens":0,`}
 
 // describe prints settings as path=value, space-separated.
 func describe(settings []Setting) string {

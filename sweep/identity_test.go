@@ -10,9 +10,9 @@ import (
 
 // TestIdentityIsStable pins the identity hash, and so the folder name, of
 // runs at their defaults: a field added to the configuration must leave
-// it alone at the value that keeps the old behaviour (omitempty), or
-// every finished run of every sweep gets a new folder and is trained
-// again (-step-tokens without omitempty did that to the defaults study).
+// it alone at the value that keeps the old behaviour (Identity's neutral
+// list), or every finished run of every sweep gets a new folder and is
+// trained again (-step-tokens did that to the defaults study at first).
 // The hashes are those of commit 4367dcc, before that field.
 func TestIdentityIsStable(t *testing.T) {
 	for _, tc := range []struct {
@@ -28,6 +28,11 @@ func TestIdentityIsStable(t *testing.T) {
 		c.Graph = tasks.Config{W: 5, K: 5, L: 3}
 		if _, got := Identity(c); got != tc.want {
 			t.Errorf("%s on the %s: identity %s, want %s", tc.kind, tc.model, got, tc.want)
+		}
+		if c.Train.StepTokens = 1000; tc.kind.Sampled() {
+			if _, got := Identity(c); got == tc.want {
+				t.Errorf("%s on the %s: step_tokens 1000 has the identity of 0", tc.kind, tc.model)
+			}
 		}
 	}
 }

@@ -70,7 +70,7 @@ type Config struct {
 	// the hitting time its horizon is taken from, at most Rollouts and at
 	// least what the trainer needs (stepRollouts). Far from the limit a
 	// step then samples about StepTokens tokens instead of Rollouts x H.
-	StepTokens    int     `json:"step_tokens,omitempty"` // omitted at 0: the run folders of sweeps made before it keep their names (sweep.Identity)
+	StepTokens    int     `json:"step_tokens"` // at 0 left out of sweep.Identity: runs made before it keep their folders
 	Beta          float64 `json:"beta"`
 	HorizonFactor float64 `json:"horizon_factor"`
 	Epochs        int     `json:"epochs"`
