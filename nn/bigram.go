@@ -56,6 +56,9 @@ type Bigram struct {
 	g     *G.ExprGraph
 	theta *G.Node // (P) learnable logits
 	logp  *G.Node // (P) log pi(a|s) of the trainable entries, built by the first LogProbs
+
+	reps   []kernels.Repeat // rows ProbsInto copies when their logits repeat earlier rows' (SetRepeats)
+	copied []bool           // ProbsInto's scratch: which repeats it copied
 }
 
 // NewBigram builds a bigram with the given logits, one per support entry in
@@ -220,8 +223,25 @@ func (b *Bigram) Probs() []float64 { return b.ProbsInto(nil) }
 // new slice otherwise).
 func (b *Bigram) ProbsInto(dst []float64) []float64 {
 	p := b.LogitsInto(dst)
-	kernels.SoftmaxRows(p, p, b.cfg.Support.Offsets)
+	if len(b.reps) > 0 {
+		kernels.SoftmaxRowsRepeat(p, p, b.cfg.Support.Offsets, b.reps, b.copied)
+	} else {
+		kernels.SoftmaxRows(p, p, b.cfg.Support.Offsets)
+	}
 	return p
+}
+
+// SetRepeats names runs of rows that often hold the same logits as
+// earlier rows of the same lengths (a graph's branches while the policy is
+// symmetric): Probs and ProbsInto then copy the probabilities of a run
+// whose logits equal its source's bit for bit, giving the same values as
+// computing them (kernels.SoftmaxRowsRepeat). nil computes every row.
+func (b *Bigram) SetRepeats(reps []kernels.Repeat) error {
+	if err := kernels.CheckRepeats(b.cfg.Support.Offsets, reps); err != nil {
+		return fmt.Errorf("nn: bigram: %w", err)
+	}
+	b.reps, b.copied = slices.Clone(reps), make([]bool, len(reps))
+	return nil
 }
 
 // WeightedLogLik returns the scalar sum_e w[e] * log pi[e] over the trainable

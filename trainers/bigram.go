@@ -10,6 +10,7 @@ import (
 	"github.com/rlvr-backtrack/backtrack/checkpoints"
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 	"github.com/rlvr-backtrack/backtrack/tokenizer"
@@ -174,6 +175,11 @@ func newBigram(t *Trainer, s Setup) (*bigram, error) {
 	model, err := graphBigram(g, s.Init, t.trained)
 	if err != nil {
 		return nil, err
+	}
+	if copyBranchProbs {
+		if err := model.SetRepeats(branchRepeats(g)); err != nil {
+			return nil, err
+		}
 	}
 	b := &bigram{bigramStep: bigramStep{t: t, model: model}, g: g, resStep: -1}
 	switch cfg.Trainer {
@@ -358,6 +364,37 @@ func (b *bigram) advantages() error {
 		return fmt.Errorf("trainers: step %d: %d advantages for %d parameters", b.t.done, k, len(out))
 	}
 	return nil
+}
+
+// copyBranchProbs lets the bigram's softmax copy a branch's probabilities
+// from an identical earlier branch (tests turn it off to compare).
+var copyBranchProbs = true
+
+// branchRepeats names each branch's rows (its states from Entry to the one
+// after LeafIn, as branchStarts) as a repeat of the first earlier branch
+// whose rows have the same lengths: the bigram copies its probabilities
+// while its logits are that branch's, bit for bit.
+func branchRepeats(g *tasks.Graph) []kernels.Repeat {
+	var reps []kernels.Repeat
+	rows := func(br tasks.Branch) (int, int) { return br.Start[0], br.LeafIn() + 2 - br.Start[0] }
+	same := func(a, b, n int) bool {
+		for i := range n {
+			if g.Offsets[a+i+1]-g.Offsets[a+i] != g.Offsets[b+i+1]-g.Offsets[b+i] {
+				return false
+			}
+		}
+		return true
+	}
+	for j, br := range g.Branches {
+		row, n := rows(br)
+		for _, earlier := range g.Branches[:j] {
+			if from, m := rows(earlier); m == n && from+n <= row && same(row, from, n) {
+				reps = append(reps, kernels.Repeat{Row: row, From: from, Rows: n})
+				break
+			}
+		}
+	}
+	return reps
 }
 
 // copyBranchAdvantages lets advantages copy a branch's advantages from an

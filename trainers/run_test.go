@@ -286,15 +286,16 @@ func TestResumeAfterUnloggedStep(t *testing.T) {
 }
 
 // TestBranchCopiesChangeNothing: exact RLVR that copies the advantages of
-// a branch identical to an earlier one (and eval its weights) trains bit
+// a branch identical to an earlier one (eval its weights, the bigram its
+// probabilities) trains bit
 // for bit as one that computes them: the symmetric start at W=K=5, L=3,
 // uneven branches of which some are alike, and a trained source row
 // (entries differ by branch: no copy once it moves).
 func TestBranchCopiesChangeNothing(t *testing.T) {
 	run := func(c tasks.Config, trainSource, copying bool) []float64 {
 		t.Helper()
-		defer func(old bool) { copyBranchAdvantages = old }(copyBranchAdvantages)
-		copyBranchAdvantages = copying
+		defer func(old, probs bool) { copyBranchAdvantages, copyBranchProbs = old, probs }(copyBranchAdvantages, copyBranchProbs)
+		copyBranchAdvantages, copyBranchProbs = copying, copying
 		cfg := DefaultConfig()
 		cfg.Steps, cfg.Until, cfg.LogEvery, cfg.TrainSource = 60, 0, 1, trainSource
 		tr, err := New(cfg, graph(t, c), Setup{})
@@ -315,12 +316,16 @@ func TestBranchCopiesChangeNothing(t *testing.T) {
 		name        string
 		c           tasks.Config
 		trainSource bool
+		repeats     int // branches whose rows have an earlier one's lengths
 	}{
-		{"W=K=5, L=3", tasks.Config{W: 5, K: 5, L: 3}, false},
-		{"uneven", tasks.Config{Branches: [][]int{{2, 2, 3}, {5, 1}, {2, 2, 3}, {5, 1}, {4}}}, false},
-		{"trained source row", tasks.Config{W: 4, K: 3, L: 2}, true},
+		{"W=K=5, L=3", tasks.Config{W: 5, K: 5, L: 3}, false, 4},
+		{"uneven", tasks.Config{Branches: [][]int{{2, 2, 3}, {5, 1}, {2, 2, 3}, {5, 1}, {4}}}, false, 2},
+		{"trained source row", tasks.Config{W: 4, K: 3, L: 2}, true, 3},
 	} {
 		a, b := run(tc.c, tc.trainSource, true), run(tc.c, tc.trainSource, false)
+		if reps := len(branchRepeats(graph(t, tc.c))); reps != tc.repeats {
+			t.Errorf("%s: %d branches repeat an earlier one's rows, want %d", tc.name, reps, tc.repeats)
+		}
 		if len(a) != len(b) {
 			t.Fatalf("%s: %d rows copying, %d computing", tc.name, len(a), len(b))
 		}

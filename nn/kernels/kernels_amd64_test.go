@@ -14,4 +14,5 @@ func TestKernelsWithoutAVX(t *testing.T) {
 	checkStridedKernels(t)
 	checkMatrixKernels(t)
 	checkExps(t)
+	checkSoftmaxRowsRepeat(t)
 }

@@ -1,6 +1,9 @@
 package kernels
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // LogSoftmaxRows writes out[e] = (x[e] - m) - log sum exp(x - m) row by
 // row, the rows being x[offsets[r]:offsets[r+1]] and m each row's maximum:
@@ -130,4 +133,145 @@ func LogSoftmax(logp, prob, z []float64) (m, l float64) {
 		prob[i] *= inv
 	}
 	return m, l
+}
+
+// Repeat names Rows rows of a softmax's table, from row Row on, that often
+// hold the same values as the rows from row From (From + Rows <= Row, row
+// for row of the same lengths): the branches of a graph whose policy is
+// still symmetric. CheckRepeats checks the layout once.
+type Repeat struct{ Row, From, Rows int }
+
+// CheckRepeats checks reps against the rows of offsets: each inside the
+// table, after its source, rows of its source's lengths, in increasing Row
+// order without overlap.
+func CheckRepeats(offsets []int, reps []Repeat) error {
+	rows, next := len(offsets)-1, 0
+	for i, r := range reps {
+		if r.Rows < 1 || r.From < 0 || r.From+r.Rows > r.Row || r.Row < next || r.Row+r.Rows > rows {
+			return fmt.Errorf("repeat %d (rows %d to %d of rows %d on): want %d rows after its source, in order, inside %d rows", i, r.Row, r.Row+r.Rows, r.From, r.Rows, rows)
+		}
+		for j := range r.Rows {
+			if offsets[r.Row+j+1]-offsets[r.Row+j] != offsets[r.From+j+1]-offsets[r.From+j] {
+				return fmt.Errorf("repeat %d: row %d has %d entries, its source row %d %d", i, r.Row+j, offsets[r.Row+j+1]-offsets[r.Row+j], r.From+j, offsets[r.From+j+1]-offsets[r.From+j])
+			}
+		}
+		next = r.Row + r.Rows
+	}
+	return nil
+}
+
+// SoftmaxRowsRepeat is SoftmaxRows, bit for bit, but a repeat whose values
+// in x equal its source's, bit for bit, gets its source's probabilities
+// copied instead of computed: the headline's 15 identical branches cost
+// one. reps are checked by CheckRepeats; copied is scratch of len(reps).
+// prob may alias x.
+//
+// Bit for bit: SoftmaxRows takes the exponentials of the whole table at
+// once (Exps), four at a time but for its last len % 4 (or for all when
+// one is out of the vector range), which go one by one and may differ in
+// the last place. A repeat is copied only where both it and its source
+// take the four-wide path there, and the rows computed here take each
+// exponential on the path SoftmaxRows takes it on (TestSoftmaxRowsRepeat).
+func SoftmaxRowsRepeat(prob, x []float64, offsets []int, reps []Repeat, copied []bool) {
+	lo, end := offsets[0], offsets[len(offsets)-1]
+	wide := end // entries before wide go four at a time in SoftmaxRows (when in range)
+	if haveAVX {
+		wide = lo + (end-lo)&^3
+	}
+	any := false
+	for i, r := range reps {
+		s, f := offsets[r.Row], offsets[r.From]
+		n := offsets[r.Row+r.Rows] - s
+		copied[i] = s+n <= wide && sameBits(x[s:s+n], x[f:f+n])
+		any = any || copied[i]
+	}
+	if !any {
+		SoftmaxRows(prob, x, offsets)
+		return
+	}
+	// The rows computed: segments between the copied repeats.
+	segments := func(each func(r0, r1 int)) {
+		row := 0
+		for i, r := range reps {
+			if copied[i] {
+				if row < r.Row {
+					each(row, r.Row)
+				}
+				row = r.Row + r.Rows
+			}
+		}
+		if row < len(offsets)-1 {
+			each(row, len(offsets)-1)
+		}
+	}
+	inRange := haveAVX
+	segments(func(r0, r1 int) {
+		shiftRows(prob, x, offsets[r0:r1+1])
+		for _, v := range prob[offsets[r0]:max(offsets[r0], min(offsets[r1], wide))] {
+			if !(v > -708 && v < 709) {
+				inRange = false
+			}
+		}
+	})
+	segments(func(r0, r1 int) {
+		s, e, v := offsets[r0], offsets[r1], 0
+		if inRange && s < wide {
+			v = min(e, wide) - s
+			expsWide(prob[s:s+v], prob[s:s+v])
+		}
+		for i := s + v; i < e; i++ {
+			prob[i] = Exp(prob[i])
+		}
+		normalizeRows(prob, offsets[r0:r1+1])
+	})
+	for i, r := range reps {
+		if copied[i] {
+			s, f := offsets[r.Row], offsets[r.From]
+			copy(prob[s:offsets[r.Row+r.Rows]], prob[f:])
+		}
+	}
+}
+
+// sameBits reports whether a and b hold the same bits.
+func sameBits(a, b []float64) bool {
+	for i, v := range a {
+		if math.Float64bits(v) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// expsWide writes dst[i] = e^src[i] four at a time with AVX2 for every i,
+// the last len % 4 through a block padded with zeros: each value is the
+// one Exps's four-wide path gives it wherever it falls. Every argument
+// must be in the vector range.
+func expsWide(dst, src []float64) {
+	n4 := len(src) &^ 3
+	if n4 > 0 {
+		expsAVX(dst[:n4], src[:n4], 0, &expConsts, &expTable[0])
+	}
+	if n4 < len(src) {
+		var pad [4]float64
+		copy(pad[:], src[n4:])
+		expsAVX(pad[:], pad[:], 0, &expConsts, &expTable[0])
+		copy(dst[n4:], pad[:])
+	}
+}
+
+// normalizeRows divides each row of p by its sum, as expRows does.
+func normalizeRows(p []float64, offsets []int) {
+	lo := offsets[0]
+	for _, hi := range offsets[1:] {
+		row := p[lo:hi]
+		sum := 0.0
+		for _, v := range row {
+			sum += v
+		}
+		inv := 1 / sum
+		for i := range row {
+			row[i] *= inv
+		}
+		lo = hi
+	}
 }
