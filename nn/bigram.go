@@ -57,8 +57,10 @@ type Bigram struct {
 	theta *G.Node // (P) learnable logits
 	logp  *G.Node // (P) log pi(a|s) of the trainable entries, built by the first LogProbs
 
-	reps   []kernels.Repeat // rows ProbsInto copies when their logits repeat earlier rows' (SetRepeats)
-	copied []bool           // ProbsInto's scratch: which repeats it copied
+	reps      []kernels.Repeat // rows ProbsInto copies when their logits repeat earlier rows' (SetRepeats)
+	copied    []bool           // ProbsInto's scratch: which repeats it copied
+	thetaReps []kernels.Repeat // the repeats of trainable rows, as rows of Theta (WeightedLogLik's)
+	logLik    bool             // a WeightedLogLik was built (with the repeats of its day)
 }
 
 // NewBigram builds a bigram with the given logits, one per support entry in
@@ -236,12 +238,39 @@ func (b *Bigram) ProbsInto(dst []float64) []float64 {
 // symmetric): Probs and ProbsInto then copy the probabilities of a run
 // whose logits equal its source's bit for bit, giving the same values as
 // computing them (kernels.SoftmaxRowsRepeat). nil computes every row.
+//
+// WeightedLogLik's log-softmax copies the runs of a repeat's rows that are
+// trainable in it and in its source the same way; set them before
+// building it.
 func (b *Bigram) SetRepeats(reps []kernels.Repeat) error {
 	if err := kernels.CheckRepeats(b.cfg.Support.Offsets, reps); err != nil {
 		return fmt.Errorf("nn: bigram: %w", err)
 	}
-	b.reps, b.copied = slices.Clone(reps), make([]bool, len(reps))
-	return nil
+	if b.logLik {
+		return fmt.Errorf("nn: bigram: repeats set after the weighted log-likelihood was built: set them before")
+	}
+	b.reps, b.copied, b.thetaReps = slices.Clone(reps), make([]bool, len(reps)), nil
+	row := make([]int, b.cfg.Vocab) // each row's index among the trainable rows, -1 when frozen
+	k := 0
+	for s := range row {
+		row[s] = -1
+		if !b.cfg.frozen(s) {
+			row[s], k = k, k+1
+		}
+	}
+	for _, r := range reps { // each run of rows trainable in both the repeat and its source
+		for i := 0; i < r.Rows; {
+			n := 0
+			for i+n < r.Rows && row[r.Row+i+n] >= 0 && row[r.From+i+n] >= 0 {
+				n++
+			}
+			if n > 0 {
+				b.thetaReps = append(b.thetaReps, kernels.Repeat{Row: row[r.Row+i], From: row[r.From+i], Rows: n})
+			}
+			i += max(n, 1)
+		}
+	}
+	return kernels.CheckRepeats(b.offsets, b.thetaReps)
 }
 
 // WeightedLogLik returns the scalar sum_e w[e] * log pi[e] over the trainable
@@ -252,7 +281,8 @@ func (b *Bigram) WeightedLogLik(w *G.Node) (out *G.Node, err error) {
 	if err := b.checkWeights(w); err != nil {
 		return nil, fmt.Errorf("nn: bigram weighted log-likelihood: %w", err)
 	}
-	if out, err = ops.SegmentLogLik(b.theta, w, b.offsets); err != nil { // (P), (P) -> (): w . log softmax per row
+	b.logLik = true
+	if out, err = ops.SegmentLogLikRepeat(b.theta, w, b.offsets, b.thetaReps); err != nil { // (P), (P) -> (): w . log softmax per row
 		return nil, fmt.Errorf("nn: bigram weighted log-likelihood: %w", err)
 	}
 	return out, nil

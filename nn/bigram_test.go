@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 	"github.com/rlvr-backtrack/backtrack/nn/ops"
 	"github.com/rlvr-backtrack/backtrack/nn/solvers"
 	G "gorgonia.org/gorgonia"
@@ -407,4 +408,62 @@ func BenchmarkProbs(b *testing.B) {
 		bg.ProbsInto(dst)
 	}
 	b.ReportMetric(float64(len(dst))*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+}
+
+// TestBigramRepeats: a bigram given repeats (rows 4-6 repeating rows 1-3,
+// rows 2 and 5 frozen, a last row of 2 so that no row falls in the
+// softmax's one-by-one tail) takes the runs trainable in both as Theta's repeats,
+// and its probabilities, weighted log-likelihood and gradient are those of
+// the same bigram without repeats, bit for bit, whether the rows repeat or
+// not. Repeats set after the log-likelihood is built are refused.
+func TestBigramRepeats(t *testing.T) {
+	s := Support{Offsets: []int{0, 2, 5, 7, 8, 11, 13, 14, 16}, Next: []int{1, 4, 0, 2, 3, 1, 3, 4, 4, 5, 6, 4, 6, 0, 0, 1}}
+	cfg := BigramConfig{Vocab: 8, Support: s, Frozen: []bool{false, false, true, false, false, true, false, false}}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, repeat := range []bool{true, false} {
+		logits, w := make([]float64, s.NNZ()), make([]float64, 0, s.NNZ())
+		for e := range logits {
+			logits[e] = rng.NormFloat64()
+		}
+		if repeat {
+			copy(logits[8:14], logits[2:8])
+		}
+		plain, err := NewBigram(cfg, logits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := NewBigram(cfg, logits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rep.SetRepeats([]kernels.Repeat{{Row: 4, From: 1, Rows: 3}}); err != nil {
+			t.Fatal(err)
+		}
+		// Trainable rows 0, 1, 3, 4, 6, 7 are Theta's rows 0 to 5.
+		if want := []kernels.Repeat{{Row: 3, From: 1, Rows: 1}, {Row: 4, From: 2, Rows: 1}}; !reflect.DeepEqual(rep.thetaReps, want) {
+			t.Fatalf("Theta's repeats %v, want %v", rep.thetaReps, want)
+		}
+		for range plain.NumParams() {
+			w = append(w, rng.NormFloat64())
+		}
+		bits := func(name string, got, want []float64) {
+			t.Helper()
+			for i := range want {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					t.Fatalf("repeat %v: %s %d: got %v, want %v", repeat, name, i, got[i], want[i])
+				}
+			}
+		}
+		bits("probability", rep.Probs(), plain.Probs())
+		c1, g1 := newBigramRunner(t, plain, (*Bigram).WeightedLogLik).run(t, logits, w)
+		c2, g2 := newBigramRunner(t, rep, (*Bigram).WeightedLogLik).run(t, logits, w)
+		bits("log-likelihood", []float64{c2}, []float64{c1})
+		bits("gradient", g2, g1)
+		if repeat && !rep.copied[0] {
+			t.Error("the repeated rows were not copied")
+		}
+		if err := rep.SetRepeats(nil); err == nil || !strings.Contains(err.Error(), "before") {
+			t.Errorf("repeats after the log-likelihood: got %v, want an error", err)
+		}
+	}
 }

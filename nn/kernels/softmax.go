@@ -1,8 +1,10 @@
 package kernels
 
 import (
+	"bytes"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // LogSoftmaxRows writes out[e] = (x[e] - m) - log sum exp(x - m) row by
@@ -173,6 +175,48 @@ func CheckRepeats(offsets []int, reps []Repeat) error {
 // take the four-wide path there, and the rows computed here take each
 // exponential on the path SoftmaxRows takes it on (TestSoftmaxRowsRepeat).
 func SoftmaxRowsRepeat(prob, x []float64, offsets []int, reps []Repeat, copied []bool) {
+	if !softmaxRepeat(prob, prob, x, offsets, reps, copied, nil) {
+		SoftmaxRows(prob, x, offsets)
+		return
+	}
+	copyRepeats(prob, offsets, reps, copied)
+}
+
+// LogSoftmaxRowsRepeat is LogSoftmaxRows, bit for bit, copying the
+// log-probabilities, probabilities and row sums' logs of the repeats whose
+// values in x equal their source's, as SoftmaxRowsRepeat. lse must hold a
+// value per row; out may alias x, prob may not.
+func LogSoftmaxRowsRepeat(out, prob, x []float64, offsets []int, lse []float64, reps []Repeat, copied []bool) {
+	if !softmaxRepeat(prob, out, x, offsets, reps, copied, lse) {
+		LogSoftmaxRows(out, prob, x, offsets, lse)
+		return
+	}
+	eachComputed(offsets, reps, copied, func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			lse[r] = math.Log(lse[r])
+		}
+		for r := r0; r < r1; r++ {
+			l, o := lse[r], out[offsets[r]:offsets[r+1]]
+			for i := range o {
+				o[i] -= l
+			}
+		}
+	})
+	copyRepeats(out, offsets, reps, copied)
+	copyRepeats(prob, offsets, reps, copied)
+	for i, r := range reps {
+		if copied[i] {
+			copy(lse[r.Row:r.Row+r.Rows], lse[r.From:])
+		}
+	}
+}
+
+// softmaxRepeat marks the repeats to copy and computes every other row:
+// shifted = x - the row's maximum, prob its softmax (prob may alias
+// shifted), sums each row's sum when not nil, each exponential on the path
+// SoftmaxRows takes it on. It returns false, having computed nothing, when
+// no repeat is to be copied.
+func softmaxRepeat(prob, shifted, x []float64, offsets []int, reps []Repeat, copied []bool, sums []float64) bool {
 	lo, end := offsets[0], offsets[len(offsets)-1]
 	wide := end // entries before wide go four at a time in SoftmaxRows (when in range)
 	if haveAVX {
@@ -186,60 +230,70 @@ func SoftmaxRowsRepeat(prob, x []float64, offsets []int, reps []Repeat, copied [
 		any = any || copied[i]
 	}
 	if !any {
-		SoftmaxRows(prob, x, offsets)
-		return
-	}
-	// The rows computed: segments between the copied repeats.
-	segments := func(each func(r0, r1 int)) {
-		row := 0
-		for i, r := range reps {
-			if copied[i] {
-				if row < r.Row {
-					each(row, r.Row)
-				}
-				row = r.Row + r.Rows
-			}
-		}
-		if row < len(offsets)-1 {
-			each(row, len(offsets)-1)
-		}
+		return false
 	}
 	inRange := haveAVX
-	segments(func(r0, r1 int) {
-		shiftRows(prob, x, offsets[r0:r1+1])
-		for _, v := range prob[offsets[r0]:max(offsets[r0], min(offsets[r1], wide))] {
+	eachComputed(offsets, reps, copied, func(r0, r1 int) {
+		shiftRows(shifted, x, offsets[r0:r1+1])
+		for _, v := range shifted[offsets[r0]:max(offsets[r0], min(offsets[r1], wide))] {
 			if !(v > -708 && v < 709) {
 				inRange = false
 			}
 		}
 	})
-	segments(func(r0, r1 int) {
+	eachComputed(offsets, reps, copied, func(r0, r1 int) {
 		s, e, v := offsets[r0], offsets[r1], 0
 		if inRange && s < wide {
 			v = min(e, wide) - s
-			expsWide(prob[s:s+v], prob[s:s+v])
+			expsWide(prob[s:s+v], shifted[s:s+v])
 		}
 		for i := s + v; i < e; i++ {
-			prob[i] = Exp(prob[i])
+			prob[i] = Exp(shifted[i])
 		}
-		normalizeRows(prob, offsets[r0:r1+1])
+		var rowSums []float64
+		if sums != nil {
+			rowSums = sums[r0:r1]
+		}
+		normalizeRows(prob, offsets[r0:r1+1], rowSums)
 	})
+	return true
+}
+
+// eachComputed calls each(r0, r1) for every run of rows [r0, r1) outside
+// the copied repeats, in order.
+func eachComputed(offsets []int, reps []Repeat, copied []bool, each func(r0, r1 int)) {
+	row := 0
 	for i, r := range reps {
 		if copied[i] {
-			s, f := offsets[r.Row], offsets[r.From]
-			copy(prob[s:offsets[r.Row+r.Rows]], prob[f:])
+			if row < r.Row {
+				each(row, r.Row)
+			}
+			row = r.Row + r.Rows
+		}
+	}
+	if row < len(offsets)-1 {
+		each(row, len(offsets)-1)
+	}
+}
+
+// copyRepeats copies the values of each copied repeat's source rows into
+// its rows, in order.
+func copyRepeats(v []float64, offsets []int, reps []Repeat, copied []bool) {
+	for i, r := range reps {
+		if copied[i] {
+			copy(v[offsets[r.Row]:offsets[r.Row+r.Rows]], v[offsets[r.From]:])
 		}
 	}
 }
 
-// sameBits reports whether a and b hold the same bits.
+// sameBits reports whether a and b (of a's length) hold the same bits,
+// compared as bytes (bytes.Equal's vector loop: a float64 loop took as
+// long as the softmax it saves).
 func sameBits(a, b []float64) bool {
-	for i, v := range a {
-		if math.Float64bits(v) != math.Float64bits(b[i]) {
-			return false
-		}
+	if len(a) == 0 {
+		return true
 	}
-	return true
+	return bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(&a[0])), 8*len(a)), unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), 8*len(a)))
 }
 
 // expsWide writes dst[i] = e^src[i] four at a time with AVX2 for every i,
@@ -259,14 +313,18 @@ func expsWide(dst, src []float64) {
 	}
 }
 
-// normalizeRows divides each row of p by its sum, as expRows does.
-func normalizeRows(p []float64, offsets []int) {
+// normalizeRows divides each row of p by its sum, as expRows does, and
+// writes the sums into sums when it is not nil.
+func normalizeRows(p []float64, offsets []int, sums []float64) {
 	lo := offsets[0]
-	for _, hi := range offsets[1:] {
+	for r, hi := range offsets[1:] {
 		row := p[lo:hi]
 		sum := 0.0
 		for _, v := range row {
 			sum += v
+		}
+		if sums != nil {
+			sums[r] = sum
 		}
 		inv := 1 / sum
 		for i := range row {

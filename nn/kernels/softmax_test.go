@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestSoftmaxRowsRepeat: SoftmaxRowsRepeat gives SoftmaxRows's values bit
-// for bit on tables of a prefix, copies of one block of rows (some copies
+// TestSoftmaxRowsRepeat: SoftmaxRowsRepeat gives SoftmaxRows's values, and
+// LogSoftmaxRowsRepeat LogSoftmaxRows's, bit for bit on tables of a prefix, copies of one block of rows (some copies
 // made to differ in one value) and a suffix of a few entries, so that the
 // copies fall before, across and inside SoftmaxRows's one-by-one tail; and
 // with a value out of the vector range. It copies where it may.
@@ -105,6 +105,23 @@ func checkSoftmaxRowsRepeat(t *testing.T) {
 		}
 		for _, c := range copied {
 			copiedAny = copiedAny || c
+		}
+		// The log-softmax: log-probabilities (in place), probabilities
+		// and the logs of the row sums.
+		rows := len(offsets) - 1
+		wantOut, wantProb, wantLSE := make([]float64, len(x)), make([]float64, len(x)), make([]float64, rows)
+		LogSoftmaxRows(wantOut, wantProb, x, offsets, wantLSE)
+		gotOut, gotProb, gotLSE := append([]float64(nil), x...), make([]float64, len(x)), make([]float64, rows)
+		LogSoftmaxRowsRepeat(gotOut, gotProb, gotOut, offsets, gotLSE, reps, copied)
+		for _, c := range []struct {
+			name      string
+			got, want []float64
+		}{{"log-probability", gotOut, wantOut}, {"probability", gotProb, wantProb}, {"log of the row sum", gotLSE, wantLSE}} {
+			for i := range c.want {
+				if math.Float64bits(c.got[i]) != math.Float64bits(c.want[i]) {
+					t.Fatalf("round %d (offsets %v, repeats %v, copied %v): log-softmax: %s %d: got %v, want %v", round, offsets, reps, copied, c.name, i, c.got[i], c.want[i])
+				}
+			}
 		}
 	}
 	if !copiedAny {

@@ -89,11 +89,14 @@ func (op *gatherOp) Do(vals ...G.Value) (G.Value, error) {
 		if j < -1 || j >= m {
 			return nil, fmt.Errorf("ops: gather: index %d is %d: want in [0, %d) or -1", i, j, m)
 		}
-		if j == -1 {
+		switch {
+		case j == -1:
 			clear(out[i*w : (i+1)*w])
-			continue
+		case w == 1: // the table pass's taken log-probabilities: one value, not a copy call each
+			out[i] = x[j]
+		default:
+			copy(out[i*w:(i+1)*w], x[j*w:(j+1)*w])
 		}
-		copy(out[i*w:(i+1)*w], x[j*w:(j+1)*w])
 	}
 	return val, nil
 }
@@ -161,6 +164,10 @@ func (op *scatterAddOp) Do(vals ...G.Value) (G.Value, error) {
 			return nil, fmt.Errorf("ops: gather backward: index %d is %d: want in [0, %d) or -1", i, j, m)
 		}
 		if j == -1 {
+			continue
+		}
+		if w == 1 {
+			out[j] += g[i]
 			continue
 		}
 		dst, src := out[j*w:(j+1)*w], g[i*w:(i+1)*w]

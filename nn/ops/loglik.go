@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"hash"
+	"slices"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
@@ -35,6 +36,15 @@ var (
 // of its time allocating them. The weights w are constants: the op has no
 // gradient with respect to them.
 func SegmentLogLik(x, w *G.Node, offsets []int) (out *G.Node, err error) {
+	return SegmentLogLikRepeat(x, w, offsets, nil)
+}
+
+// SegmentLogLikRepeat is SegmentLogLik whose forward copies the rows of a
+// repeat (kernels.Repeat, checked by kernels.CheckRepeats against offsets)
+// whose values in x equal its source's bit for bit, giving the same values
+// (kernels.LogSoftmaxRowsRepeat): the headline's 15 identical branches
+// cost one log-softmax.
+func SegmentLogLikRepeat(x, w *G.Node, offsets []int, reps []kernels.Repeat) (out *G.Node, err error) {
 	defer recoverGraph("segment log-likelihood", &err)
 	if x == nil || w == nil {
 		return nil, fmt.Errorf("ops: segment log-likelihood: nil input")
@@ -51,7 +61,10 @@ func SegmentLogLik(x, w *G.Node, offsets []int) (out *G.Node, err error) {
 	if err := checkOffsets(offsets, n); err != nil {
 		return nil, fmt.Errorf("ops: segment log-likelihood: %w", err)
 	}
-	op := &segmentLogLik{rows: newSegmentLogSoftmax(offsets)}
+	if err := kernels.CheckRepeats(offsets, reps); err != nil {
+		return nil, fmt.Errorf("ops: segment log-likelihood: %w", err)
+	}
+	op := &segmentLogLik{rows: newSegmentLogSoftmax(offsets), reps: slices.Clone(reps), copied: make([]bool, len(reps))}
 	out, err = G.ApplyOp(op, x, w) // (n), (n) -> ()
 	if err != nil {
 		return nil, fmt.Errorf("ops: segment log-likelihood: %w", err)
@@ -63,8 +76,10 @@ func SegmentLogLik(x, w *G.Node, offsets []int) (out *G.Node, err error) {
 // log-softmax and softmax go to the buffers of a segmentLogSoftmax it
 // owns (never part of a graph), reused from run to run.
 type segmentLogLik struct {
-	rows *segmentLogSoftmax
-	logp []float64 // the last Do's log-softmax
+	rows   *segmentLogSoftmax
+	logp   []float64        // the last Do's log-softmax
+	reps   []kernels.Repeat // rows copied when they repeat earlier ones
+	copied []bool           // Do's scratch: which repeats it copied
 }
 
 func (op *segmentLogLik) Arity() int { return 2 }
@@ -95,7 +110,11 @@ func (op *segmentLogLik) Do(vals ...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("ops: segment log-likelihood: weights: %w", err)
 	}
 	op.logp = kernels.Grow(op.logp, n)
-	kernels.LogSoftmaxRows(op.logp, op.rows.prob, x, op.rows.offsets, op.rows.lse)
+	if len(op.reps) > 0 {
+		kernels.LogSoftmaxRowsRepeat(op.logp, op.rows.prob, x, op.rows.offsets, op.rows.lse, op.reps, op.copied)
+	} else {
+		kernels.LogSoftmaxRows(op.logp, op.rows.prob, x, op.rows.offsets, op.rows.lse)
+	}
 	return G.NewF64(kernels.Dot(w, op.logp)), nil
 }
 
