@@ -69,11 +69,14 @@ type Analysis struct {
 // the graph's CSR rows) and solves the chain exactly.
 func (an *Analyzer) Analyze(probs []float64) (*Analysis, error) {
 	g := an.g
-	if err := CheckPolicy(g, probs); err != nil {
+	if len(probs) != len(g.Next) {
+		return nil, CheckPolicy(g, probs)
+	}
+	an.findSame(probs)
+	if err := checkPolicy(g, probs, an.same); err != nil {
 		return nil, err
 	}
 	W := g.W()
-	an.findSame(probs)
 	for j, b := range g.Branches {
 		if r := an.same[j]; r >= 0 {
 			an.copyBranch(r, j, an.nt[colTime], an.t[colTime], an.t[colReturn], an.t[colSuccess], an.tDef)
@@ -190,11 +193,21 @@ func (r *Analysis) solveVisits() {
 // CheckPolicy validates a transition table: one finite probability in [0, 1]
 // per valid transition, rows summing to 1, and identical fork-incoming rows
 // (the paper fixes them; the exact fork-level solve relies on it).
-func CheckPolicy(g *tasks.Graph, probs []float64) error {
+func CheckPolicy(g *tasks.Graph, probs []float64) error { return checkPolicy(g, probs, nil) }
+
+// checkPolicy is CheckPolicy, skipping the rows of each branch j with
+// same[j] >= 0 (same nil: none): they are bit for bit those of an earlier
+// branch (findSame), checked before them, so the first error is the
+// same.
+func checkPolicy(g *tasks.Graph, probs []float64, same []int) error {
 	if len(probs) != len(g.Next) {
 		return fmt.Errorf("eval: policy has %d probabilities, the graph has %d valid transitions", len(probs), len(g.Next))
 	}
-	for s := range g.States {
+	for s := 0; s < len(g.States); s++ {
+		if b := g.States[s].Branch; same != nil && b >= 1 && same[b-1] >= 0 && s == g.Branches[b-1].Entry() {
+			s = g.Branches[b-1].LeafIn() + 1 // the branch's rows, as findSame compares them
+			continue
+		}
 		row := probs[g.Offsets[s]:g.Offsets[s+1]]
 		sum := 0.0
 		for _, p := range row {

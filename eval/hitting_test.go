@@ -348,6 +348,23 @@ func TestCheckPolicyErrors(t *testing.T) {
 			t.Errorf("%s: got no error", name)
 		}
 	}
+	// Analyze skips the rows of a branch identical to an earlier one (both
+	// checked the same): it reports CheckPolicy's first error all the same.
+	g = graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	at := func(q []float64, j, k int) *float64 { return &q[g.Offsets[g.Branches[j].Entry()]+k] }
+	nanEach, lastSum, lastNeg := PolicyPretrained(g), PolicyPretrained(g), PolicyPretrained(g)
+	for j := range g.Branches {
+		*at(nanEach, j, 5) = math.NaN()
+	}
+	*at(lastSum, 2, 5) += 0.5
+	*at(lastNeg, 2, 5) = -0.25
+	for name, q := range map[string][]float64{"nan in every branch": nanEach, "a row of the last branch sums to 1.5": lastSum, "a negative probability in the last branch": lastNeg} {
+		want := CheckPolicy(g, q)
+		_, err := NewAnalyzer(g).Analyze(q)
+		if want == nil || err == nil || err.Error() != want.Error() {
+			t.Errorf("%s: Analyze: %v, want CheckPolicy's %v", name, err, want)
+		}
+	}
 }
 
 // TestInfiniteHittingTimeReported: a policy that never reaches the leaves
