@@ -162,6 +162,7 @@ func (k *tableKernel) forward(out []float64, in [][]float64) error {
 		// path depended on the number of cores.) It stays in cache, where
 		// a share's millions did not.
 		packed := make([]float64, tableBlock*r+3)
+		sums := make([]float64, tableBlock) // each token's sum of exponentials, then its log
 		for bk := blo; bk < bhi; bk++ {
 			lo, hi := bk*tableBlock, min(l.capacity, (bk+1)*tableBlock)
 			at := 0
@@ -184,22 +185,36 @@ func (k *tableKernel) forward(out []float64, in [][]float64) error {
 			n4 := (at + 3) &^ 3
 			clear(packed[at:n4])
 			kernels.Exps(packed[:n4], packed[:n4], 0)
+			// The sums, their logs, then the outputs, each in a loop of
+			// its own: a log taken in the token's loop waits on its sum,
+			// and one after another they took a quarter of the op.
 			at = 0
 			for t := lo; t < min(hi, l.n); t++ {
-				c, z, pi := l.cnt[t], out[t*r:(t+1)*r], k.pi[t*r:(t+1)*r]
-				sum := 0.0
+				c, sum := l.cnt[t], 0.0
 				for _, v := range packed[at : at+c] {
 					sum += v
 				}
-				lse, inv := math.Log(sum), 1/sum
-				for j := range z {
-					z[j] -= lse
-				}
+				sums[t-lo] = sum
+				at += c
+			}
+			at = 0
+			for t := lo; t < min(hi, l.n); t++ {
+				c, pi := l.cnt[t], k.pi[t*r:(t+1)*r]
+				inv := 1 / sums[t-lo]
 				for j := range c {
 					pi[j] = packed[at+j] * inv
 				}
 				clear(pi[c:]) // masked: probability exactly 0
 				at += c
+			}
+			for i, v := range sums[:max(0, min(hi, l.n)-lo)] {
+				sums[i] = math.Log(v)
+			}
+			for t := lo; t < min(hi, l.n); t++ {
+				z, lse := out[t*r:(t+1)*r], sums[t-lo]
+				for j := range z {
+					z[j] -= lse
+				}
 			}
 			for t := max(lo, l.n); t < hi; t++ {
 				z, pi := out[t*r:(t+1)*r], k.pi[t*r:(t+1)*r]
