@@ -75,21 +75,7 @@ func shiftRows(d, x []float64, offsets []int) {
 func expRows(prob, d []float64, offsets []int, sums []float64) {
 	lo, end := offsets[0], offsets[len(offsets)-1]
 	Exps(prob[lo:end], d[lo:end], 0)
-	for r, hi := range offsets[1:] {
-		p := prob[lo:hi]
-		sum := 0.0
-		for _, v := range p {
-			sum += v
-		}
-		if sums != nil {
-			sums[r] = sum
-		}
-		inv := 1 / sum
-		for i := range p {
-			p[i] *= inv
-		}
-		lo = hi
-	}
+	normalizeRows(prob, offsets, sums)
 }
 
 // LogSoftmaxRowsBackward writes grad[e] = g[e] - pi[e] * sum_row(g), the
@@ -313,8 +299,8 @@ func expsWide(dst, src []float64) {
 	}
 }
 
-// normalizeRows divides each row of p by its sum, as expRows does, and
-// writes the sums into sums when it is not nil.
+// normalizeRows divides each row of p by its sum and writes the sums into
+// sums when it is not nil.
 func normalizeRows(p []float64, offsets []int, sums []float64) {
 	lo := offsets[0]
 	for r, hi := range offsets[1:] {
