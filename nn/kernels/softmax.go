@@ -95,6 +95,28 @@ func LogSoftmaxRowsBackward(grad, pi, g []float64, offsets []int) {
 	}
 }
 
+// LogSoftmaxRowsBackwardRepeat is LogSoftmaxRowsBackward, bit for bit, but
+// a repeat whose probabilities were copied (copied, as the forward
+// LogSoftmaxRowsRepeat left it) and whose rows of g equal its source's bit
+// for bit gets its source's gradient copied: each row's gradient is a
+// function of its own rows of pi and g.
+func LogSoftmaxRowsBackwardRepeat(grad, pi, g []float64, offsets []int, reps []Repeat, copied []bool) {
+	again := false
+	for i, r := range reps {
+		s, f := offsets[r.Row], offsets[r.From]
+		copied[i] = copied[i] && sameBits(g[s:offsets[r.Row+r.Rows]], g[f:])
+		again = again || copied[i]
+	}
+	if !again {
+		LogSoftmaxRowsBackward(grad, pi, g, offsets)
+		return
+	}
+	eachComputed(offsets, reps, copied, func(r0, r1 int) {
+		LogSoftmaxRowsBackward(grad, pi, g, offsets[r0:r1+1])
+	})
+	copyRepeats(grad, offsets, reps, copied)
+}
+
 // LogSoftmax writes the log-softmax of the row z into logp (which may
 // alias z) and its softmax into prob, as LogSoftmaxRows does on one row
 // (to rounding: the exponentials are taken four at a time by Exps and

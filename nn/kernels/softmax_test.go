@@ -16,7 +16,7 @@ func TestSoftmaxRowsRepeat(t *testing.T) { checkSoftmaxRowsRepeat(t) }
 func checkSoftmaxRowsRepeat(t *testing.T) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(21, 22))
-	copiedAny := false
+	copiedAny, backAny := false, false
 	// odd is an argument whose exponential differs in the last place
 	// between the four-wide path and the one-by-one one, and so does the
 	// softmax of the row [0, odd]: put in the block, a copy in
@@ -123,9 +123,32 @@ func checkSoftmaxRowsRepeat(t *testing.T) {
 				}
 			}
 		}
+		// Its backward, with weights that repeat as the values do (and
+		// some that do not).
+		g := make([]float64, len(x))
+		for i := range g {
+			g[i] = rng.NormFloat64()
+		}
+		for _, r := range reps {
+			if rng.IntN(4) > 0 {
+				s, f := offsets[r.Row], offsets[r.From]
+				copy(g[s:offsets[r.Row+r.Rows]], g[f:])
+			}
+		}
+		wantGrad, gotGrad := make([]float64, len(x)), make([]float64, len(x))
+		LogSoftmaxRowsBackward(wantGrad, wantProb, g, offsets)
+		LogSoftmaxRowsBackwardRepeat(gotGrad, gotProb, g, offsets, reps, copied)
+		for i := range wantGrad {
+			if math.Float64bits(gotGrad[i]) != math.Float64bits(wantGrad[i]) {
+				t.Fatalf("round %d (offsets %v, repeats %v, copied %v): backward %d: got %v, want %v", round, offsets, reps, copied, i, gotGrad[i], wantGrad[i])
+			}
+		}
+		for _, c := range copied {
+			backAny = backAny || c
+		}
 	}
-	if !copiedAny {
-		t.Fatal("no repeat was copied")
+	if !copiedAny || !backAny {
+		t.Fatalf("no repeat was copied (forward %v, backward %v)", copiedAny, backAny)
 	}
 	bad := [][]Repeat{{{Row: 1, From: 1, Rows: 1}}, {{Row: 2, From: 0, Rows: 3}}, {{Row: 3, From: 0, Rows: 1}, {Row: 2, From: 0, Rows: 1}}, {{Row: 2, From: 0, Rows: 1}}, {{Row: 3, From: 0, Rows: 2}}}
 	for _, reps := range bad {

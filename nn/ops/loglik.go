@@ -42,8 +42,9 @@ func SegmentLogLik(x, w *G.Node, offsets []int) (out *G.Node, err error) {
 // SegmentLogLikRepeat is SegmentLogLik whose forward copies the rows of a
 // repeat (kernels.Repeat, checked by kernels.CheckRepeats against offsets)
 // whose values in x equal its source's bit for bit, giving the same values
-// (kernels.LogSoftmaxRowsRepeat): the headline's 15 identical branches
-// cost one log-softmax.
+// (kernels.LogSoftmaxRowsRepeat), and its backward their gradient where
+// the weights repeat too (kernels.LogSoftmaxRowsBackwardRepeat): the
+// headline's 15 identical branches cost one log-softmax.
 func SegmentLogLikRepeat(x, w *G.Node, offsets []int, reps []kernels.Repeat) (out *G.Node, err error) {
 	defer recoverGraph("segment log-likelihood", &err)
 	if x == nil || w == nil {
@@ -189,7 +190,11 @@ func (op *segmentLogLikDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G
 		return nil, fmt.Errorf("ops: segment log-likelihood backward: gradient: %w", err)
 	}
 	out, data := outputVector(prealloc, n)
-	kernels.LogSoftmaxRowsBackward(data, op.fwd.rows.prob, w, op.fwd.rows.offsets)
+	if len(op.fwd.reps) > 0 { // the rows whose probabilities the forward copied, and whose weights repeat too
+		kernels.LogSoftmaxRowsBackwardRepeat(data, op.fwd.rows.prob, w, op.fwd.rows.offsets, op.fwd.reps, op.fwd.copied)
+	} else {
+		kernels.LogSoftmaxRowsBackward(data, op.fwd.rows.prob, w, op.fwd.rows.offsets)
+	}
 	if g != 1 {
 		for i := range data {
 			data[i] *= g
