@@ -230,14 +230,14 @@ func softmaxRepeat(prob, shifted, x []float64, offsets []int, reps []Repeat, cop
 	if haveAVX {
 		wide = lo + (end-lo)&^3
 	}
-	any := false
+	some := false
 	for i, r := range reps {
 		s, f := offsets[r.Row], offsets[r.From]
 		n := offsets[r.Row+r.Rows] - s
 		copied[i] = s+n <= wide && sameBits(x[s:s+n], x[f:f+n])
-		any = any || copied[i]
+		some = some || copied[i]
 	}
-	if !any {
+	if !some {
 		return false
 	}
 	inRange := haveAVX
