@@ -188,8 +188,13 @@ func (b *bigram) minibatches(batch *eval.Batch, adv []float64, div *lossDivs, st
 		n[minibatchOf(i, m)] += float64(batch.Len(i))
 	}
 	kernels.ParallelFor(m, 1, func(lo, hi int) { // one minibatch per core
+		// acc holds each parameter's three sums side by side (pos, neg,
+		// tokens): one cache line a token where three arrays took three.
+		var acc []float64
 		for j := lo; j < hi; j++ {
 			o, count, tok := out[j], counts[j], tokens[j]
+			acc = kernels.Grow(acc, 3*p)
+			clear(acc)
 			for i := j; i < len(batch.Targets); i += m { // minibatchOf(i, m) == j
 				d := div.rollout[i]
 				for t := batch.Starts[i]; t < batch.Starts[i+1]; t++ {
@@ -198,9 +203,10 @@ func (b *bigram) minibatches(batch *eval.Batch, adv []float64, div *lossDivs, st
 						continue
 					}
 					a := adv[t] / d // both sums take it, one as 0: no branch to mispredict
-					o.pos[k] += max(a, 0)
-					o.neg[k] += min(a, 0)
-					tok[k]++
+					sums := acc[3*k : 3*k+3]
+					sums[0] += max(a, 0)
+					sums[1] += min(a, 0)
+					sums[2]++
 					if b.share.node != nil {
 						count[states[t]]++
 					}
@@ -208,6 +214,9 @@ func (b *bigram) minibatches(batch *eval.Batch, adv []float64, div *lossDivs, st
 						o.share[k] += 1 / d
 					}
 				}
+			}
+			for k := range p {
+				o.pos[k], o.neg[k], tok[k] = acc[3*k], acc[3*k+1], acc[3*k+2]
 			}
 		}
 	})

@@ -97,7 +97,7 @@ type Config struct {
 	// same target), "state" (from the token's state) or "batch" (the
 	// batch's mean return); see tokenAdvantages. "fork" is "state-target"
 	// on returns bootstrapped at the fork-incoming states, where the walk
-	// renews (see forkReturns). "gae" uses instead GAE
+	// renews (see targetAdvantages). "gae" uses instead GAE
 	// with a tabular critic V(state, target) (see critic). "group" is the
 	// group-relative trainers' (and only theirs): the rewards of the
 	// rollout's group (see groupAdvantages).

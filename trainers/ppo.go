@@ -3,6 +3,7 @@ package trainers
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	G "gorgonia.org/gorgonia"
 
@@ -153,7 +154,7 @@ func negEntropy(logp, w *G.Node) (*G.Node, error) {
 // from a state depends mostly on whether its branch is the target; like a
 // critic given privileged information, it leaves the gradient unbiased).
 // "fork" is "state-target" on returns bootstrapped at the fork (see
-// forkReturns); fork[s] marks the fork-incoming states and is used only
+// targetAdvantages); fork[s] marks the fork-incoming states and is used only
 // by it. states[i] is the state of token i, among nStates; targets[r] the
 // target (1..w) of rollout r. The advantages are written into dst's
 // memory when it is large enough.
@@ -162,43 +163,17 @@ func negEntropy(logp, w *G.Node) (*G.Node, error) {
 // (a group of the target baselines holds one target's tokens), each in
 // rollout order, so the result does not depend on the number of cores.
 func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, targets []int, w int, beta float64, baseline string, fork []bool, normalize bool, dst []float64) []float64 {
+	if baseline == "state-target" || baseline == "fork" {
+		if baseline != "fork" {
+			fork = nil
+		}
+		return targetAdvantages(lens, hit, states, nStates, targets, w, beta, fork, normalize, dst)
+	}
 	adv := returnsToGoInto(dst, lens, hit, beta)
-	n := len(adv)
-	if n == 0 {
+	if len(adv) == 0 {
 		return adv
 	}
-	starts, _ := rolloutStarts(lens)
-	byTarget := rolloutsByTarget(targets, w)
-	if baseline == "fork" {
-		forkReturns(adv, lens, states, fork, targets, w)
-	}
-	switch baseline {
-	case "state-target", "fork":
-		// Target x's groups are its states: a mean per (state, target),
-		// each target's sums in a slice of its own.
-		sums, counts := make([]float64, w*nStates), make([]float64, w*nStates)
-		kernels.ParallelFor(w, 1, func(lo, hi int) {
-			for x := lo; x < hi; x++ {
-				sum, count := sums[x*nStates:(x+1)*nStates], counts[x*nStates:(x+1)*nStates]
-				for _, r := range byTarget[x] {
-					for k := starts[r]; k < starts[r]+lens[r]; k++ {
-						sum[states[k]] += adv[k]
-						count[states[k]]++
-					}
-				}
-				for s, c := range count {
-					if c > 0 {
-						sum[s] /= c // the group's mean
-					}
-				}
-				for _, r := range byTarget[x] {
-					for k := starts[r]; k < starts[r]+lens[r]; k++ {
-						adv[k] -= sum[states[k]]
-					}
-				}
-			}
-		})
-	case "state":
+	if baseline == "state" {
 		sum, count := make([]float64, nStates), make([]float64, nStates)
 		for k, a := range adv {
 			sum[states[k]] += a
@@ -212,9 +187,9 @@ func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, target
 		for k := range adv {
 			adv[k] -= sum[states[k]]
 		}
-	default:
-		mean := parallelSum(n, sumOf(adv)) / float64(n)
-		kernels.ParallelFor(n, tokenBlock, func(lo, hi int) {
+	} else {
+		mean := parallelSum(len(adv), sumOf(adv)) / float64(len(adv))
+		kernels.ParallelFor(len(adv), tokenBlock, func(lo, hi int) {
 			for k := lo; k < hi; k++ {
 				adv[k] -= mean
 			}
@@ -222,6 +197,138 @@ func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, target
 	}
 	if normalize {
 		scale(adv)
+	}
+	return adv
+}
+
+// targetAdvantages is tokenAdvantages for the baselines "state-target"
+// and, with fork set, "fork".
+//
+// The fork baseline bootstraps the returns to go at the fork. Every visit
+// to a fork-incoming state renews the walk: what follows depends on the
+// target and the time left, not on how the walk got there. So the return
+// of a token before the rollout's next fork-incoming state is replaced by
+// the reward up to that state plus the batch's mean return from
+// fork-incoming states with the same target, V_F(x): a one-state critic
+// per target, fitted on every excursion of the batch. Rewards after the
+// return to the fork, the bulk of the return's variance (how many other
+// branches the search tries before the target, whether the horizon cuts
+// it), then no longer reach the tokens of an excursion, and the advantage
+// of a move inside a branch is decided by that excursion: whether it hits
+// the target and how long it takes. Tokens of an excursion that the
+// rollout's end cuts keep their own returns. The bias is the one of any
+// bootstrap: V_F(x) ignores the time already spent, so a longer excursion
+// costs beta per step but not the horizon's share.
+//
+// It takes three passes over the tokens where the steps one after another
+// (returnsToGo, the bootstrap, the means, scale) took seven: at the
+// paper's size a batch's advantages are tens of megabytes, past the
+// caches, and those passes were two fifths of a bigram PPO run's time.
+//   - The fork values V_F(x) (fork set), each fork-incoming token's return
+//     to go computed where it is read.
+//   - Per target, its rollouts in order: each rollout's returns to go,
+//     bootstrapped, written back to front, then added to its (state,
+//     target) sums front to back while the rollout is still in cache.
+//   - By fixed blocks of tokens: the baseline subtracted and, to
+//     normalise, the block's sum of squares (scale's blocks).
+//
+// Every value is computed by the same operations in the same order as in
+// those steps, so the result is theirs bit for bit
+// (TestTargetAdvantagesMatchSteps).
+func targetAdvantages(lens []int, hit []bool, states []int32, nStates int, targets []int, w int, beta float64, fork []bool, normalize bool, dst []float64) []float64 {
+	starts, n := rolloutStarts(lens)
+	adv := kernels.Grow(dst, n)
+	if n == 0 {
+		return adv
+	}
+	byTarget := rolloutsByTarget(targets, w)
+	reward := func(r int) float64 {
+		if hit[r] {
+			return 1
+		}
+		return 0
+	}
+	vf := make([]float64, w) // NaN: no fork-incoming token, or no fork baseline
+	kernels.ParallelFor(w, 1, func(lo, hi int) {
+		for x := lo; x < hi; x++ {
+			vf[x] = math.NaN()
+			if fork == nil {
+				continue
+			}
+			sum, count := 0.0, 0.0
+			for _, r := range byTarget[x] {
+				h, l := reward(r), lens[r]
+				for t, s := range states[starts[r] : starts[r]+l] {
+					if fork[s] {
+						sum += h - beta*float64(l-t)
+						count++
+					}
+				}
+			}
+			vf[x] = sum / count
+		}
+	})
+	// means holds each target's (state sum, count) pairs, then the means
+	// in the sums' places.
+	means := make([]float64, 2*w*nStates)
+	kernels.ParallelFor(w, 1, func(lo, hi int) {
+		for x := lo; x < hi; x++ {
+			sc, v := means[2*x*nStates:2*(x+1)*nStates], vf[x]
+			for _, r := range byTarget[x] {
+				h, l := reward(r), lens[r]
+				g, st := adv[starts[r]:starts[r]+l], states[starts[r]:starts[r]+l]
+				if math.IsNaN(v) {
+					for t := range g {
+						g[t] = h - beta*float64(l-t)
+					}
+				} else {
+					next := math.NaN() // return at the next fork-incoming token
+					for t := l - 1; t >= 0; t-- {
+						g[t] = h - beta*float64(l-t)
+						if fork[st[t]] {
+							next = g[t]
+							continue
+						}
+						if !math.IsNaN(next) {
+							g[t] += v - next
+						}
+					}
+				}
+				for t, s := range st {
+					sc[2*s] += g[t]
+					sc[2*s+1]++
+				}
+			}
+			for s := 0; s < nStates; s++ {
+				if c := sc[2*s+1]; c > 0 {
+					sc[2*s] /= c // the group's mean
+				}
+			}
+		}
+	})
+	blocks := (n + tokenBlock - 1) / tokenBlock
+	sq := make([]float64, blocks)
+	kernels.ParallelFor(blocks, 1, func(lo, hi int) {
+		for bk := lo; bk < hi; bk++ {
+			k0, k1 := bk*tokenBlock, min(n, (bk+1)*tokenBlock)
+			r := sort.SearchInts(starts, k0+1) - 1 // the last rollout starting at or before k0
+			for k := k0; k < k1; r++ {
+				m := means[2*(targets[r]-1)*nStates:]
+				for end := min(k1, starts[r]+lens[r]); k < end; k++ {
+					adv[k] -= m[2*states[k]]
+				}
+			}
+			if normalize {
+				sq[bk] = kernels.SumSquares(adv[k0:k1])
+			}
+		}
+	})
+	if normalize {
+		total := 0.0 // parallelSum's order
+		for _, s := range sq {
+			total += s
+		}
+		scaleBy(adv, total)
 	}
 	return adv
 }
@@ -257,61 +364,6 @@ func sumOf(x []float64) func(lo, hi int) float64 {
 		}
 		return s
 	}
-}
-
-// forkReturns bootstraps the returns to go g (token by token, as from
-// returnsToGo) at the fork. Every visit to a fork-incoming state renews the
-// walk: what follows depends on the target and the time left, not on how
-// the walk got there. So the return of a token before the rollout's next
-// fork-incoming state is replaced by the reward up to that state plus the
-// batch's mean return from fork-incoming states with the same target,
-// V_F(x): a one-state critic per target, fitted on every excursion of the
-// batch. Rewards after the return to the fork, the bulk of the return's
-// variance (how many other branches the search tries before the target,
-// whether the horizon cuts it), then no longer reach the tokens of an
-// excursion, and the advantage of a move inside a branch is decided by
-// that excursion: whether it hits the target and how long it takes. Tokens
-// of an excursion that the rollout's end cuts keep their own returns. The
-// bias is the one of any bootstrap: V_F(x) ignores the time already spent,
-// so a longer excursion costs beta per step but not the horizon's share.
-// The means are taken per target, the bootstraps per rollout, in
-// parallel.
-func forkReturns(g []float64, lens []int, states []int32, fork []bool, targets []int, w int) {
-	starts, _ := rolloutStarts(lens)
-	byTarget := rolloutsByTarget(targets, w)
-	vf := make([]float64, w) // NaN: no fork-incoming token
-	kernels.ParallelFor(len(byTarget), 1, func(lo, hi int) {
-		for x := lo; x < hi; x++ {
-			sum, count := 0.0, 0.0
-			for _, r := range byTarget[x] {
-				for t := starts[r]; t < starts[r]+lens[r]; t++ {
-					if fork[states[t]] {
-						sum += g[t]
-						count++
-					}
-				}
-			}
-			vf[x] = sum / count
-		}
-	})
-	kernels.ParallelFor(len(lens), 1, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			v := vf[targets[r]-1]
-			if math.IsNaN(v) {
-				continue
-			}
-			next := math.NaN() // return at the next fork-incoming token
-			for t := starts[r] + lens[r] - 1; t >= starts[r]; t-- {
-				if fork[states[t]] {
-					next = g[t]
-					continue
-				}
-				if !math.IsNaN(next) {
-					g[t] += v - next
-				}
-			}
-		}
-	})
 }
 
 // rolloutsByTarget lists each target's rollouts (targets 1..w), in order.
@@ -379,7 +431,11 @@ func normalize(adv []float64) {
 // the policy away from its optimum (the prompted transformer, at the
 // golden path's 7 transitions, fell to missing a third of its targets).
 func scale(adv []float64) {
-	sq := parallelSum(len(adv), func(lo, hi int) float64 { return kernels.SumSquares(adv[lo:hi]) })
+	scaleBy(adv, parallelSum(len(adv), func(lo, hi int) float64 { return kernels.SumSquares(adv[lo:hi]) }))
+}
+
+// scaleBy is scale given the advantages' sum of squares sq.
+func scaleBy(adv []float64, sq float64) {
 	std := math.Sqrt(sq / float64(max(len(adv), 1)))
 	if std <= 1e-9 {
 		clear(adv)

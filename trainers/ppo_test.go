@@ -3,6 +3,7 @@ package trainers
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 	"github.com/rlvr-backtrack/backtrack/nn/ops"
 	"github.com/rlvr-backtrack/backtrack/nn/stock"
 	"github.com/rlvr-backtrack/backtrack/tasks"
@@ -299,6 +301,133 @@ func TestGAEKnownAnswer(t *testing.T) {
 	}
 	if math.Abs(st.ValueLoss-0.01) > 1e-12 || st.ExplainedVariance != 0 {
 		t.Errorf("second batch: value loss %v, explained variance %v; want 0.01, 0", st.ValueLoss, st.ExplainedVariance)
+	}
+}
+
+// forkReturns is the fork baseline's bootstrap (targetAdvantages) as its
+// own pass over returns to go g: the reference the fused passes are
+// checked against. The means are taken per target, the bootstraps per
+// rollout.
+func forkReturns(g []float64, lens []int, states []int32, fork []bool, targets []int, w int) {
+	starts, _ := rolloutStarts(lens)
+	byTarget := rolloutsByTarget(targets, w)
+	vf := make([]float64, w) // NaN: no fork-incoming token
+	kernels.ParallelFor(len(byTarget), 1, func(lo, hi int) {
+		for x := lo; x < hi; x++ {
+			sum, count := 0.0, 0.0
+			for _, r := range byTarget[x] {
+				for t := starts[r]; t < starts[r]+lens[r]; t++ {
+					if fork[states[t]] {
+						sum += g[t]
+						count++
+					}
+				}
+			}
+			vf[x] = sum / count
+		}
+	})
+	kernels.ParallelFor(len(lens), 1, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			v := vf[targets[r]-1]
+			if math.IsNaN(v) {
+				continue
+			}
+			next := math.NaN() // return at the next fork-incoming token
+			for t := starts[r] + lens[r] - 1; t >= starts[r]; t-- {
+				if fork[states[t]] {
+					next = g[t]
+					continue
+				}
+				if !math.IsNaN(next) {
+					g[t] += v - next
+				}
+			}
+		}
+	})
+}
+
+// advantagesBySteps is tokenAdvantages for "state-target" (fork nil) and
+// "fork" computed step by step: the returns to go, forkReturns, the
+// (state, target) means subtracted target by target, then scale.
+func advantagesBySteps(lens []int, hit []bool, states []int32, nStates int, targets []int, w int, beta float64, fork []bool, normalize bool) []float64 {
+	adv := returnsToGo(lens, hit, beta)
+	if fork != nil {
+		forkReturns(adv, lens, states, fork, targets, w)
+	}
+	starts, _ := rolloutStarts(lens)
+	for _, rs := range rolloutsByTarget(targets, w) {
+		sum, count := make([]float64, nStates), make([]float64, nStates)
+		for _, r := range rs {
+			for k := starts[r]; k < starts[r]+lens[r]; k++ {
+				sum[states[k]] += adv[k]
+				count[states[k]]++
+			}
+		}
+		for s, c := range count {
+			if c > 0 {
+				sum[s] /= c
+			}
+		}
+		for _, r := range rs {
+			for k := starts[r]; k < starts[r]+lens[r]; k++ {
+				adv[k] -= sum[states[k]]
+			}
+		}
+	}
+	if normalize {
+		scale(adv)
+	}
+	return adv
+}
+
+// TestTargetAdvantagesMatchSteps: the fused passes of targetAdvantages
+// give the steps' advantages bit for bit, on random batches of over three
+// token blocks (rollouts crossing the blocks' edges, one of length 0, one
+// target that never reaches a fork-incoming state), with and without the
+// fork bootstrap and normalisation, into reused memory.
+func TestTargetAdvantagesMatchSteps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	const nStates, w = 40, 4
+	fork := make([]bool, nStates)
+	for s := 0; s < nStates; s += 7 {
+		fork[s] = true
+	}
+	var lens []int
+	var hit []bool
+	var targets []int
+	var states []int32
+	for total := 0; total < 3*tokenBlock+1000; {
+		l := 1 + rng.IntN(3000)
+		if len(lens) == 5 {
+			l = 0
+		}
+		x := 1 + rng.IntN(w)
+		lens, hit, targets = append(lens, l), append(hit, rng.IntN(3) == 0), append(targets, x)
+		for range l {
+			s := int32(rng.IntN(nStates))
+			for x == w && fork[s] { // target w's rollouts never meet the fork
+				s = int32(rng.IntN(nStates))
+			}
+			states = append(states, s)
+		}
+		total += l
+	}
+	var dst []float64
+	for _, tc := range []struct {
+		name      string
+		fork      []bool
+		normalize bool
+	}{{"state-target", nil, false}, {"state-target", nil, true}, {"fork", fork, false}, {"fork", fork, true}} {
+		want := advantagesBySteps(lens, hit, states, nStates, targets, w, 0.001, tc.fork, tc.normalize)
+		dst = tokenAdvantages(lens, hit, states, nStates, targets, w, 0.001, tc.name, fork, tc.normalize, dst)
+		if len(dst) != len(want) {
+			t.Fatalf("%s normalize=%v: %d advantages, want %d", tc.name, tc.normalize, len(dst), len(want))
+		}
+		for k := range want {
+			if math.Float64bits(dst[k]) != math.Float64bits(want[k]) {
+				t.Fatalf("%s normalize=%v: token %d: %v, want %v (bit for bit)", tc.name, tc.normalize, k, dst[k], want[k])
+			}
+		}
 	}
 }
 
