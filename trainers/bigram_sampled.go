@@ -160,6 +160,27 @@ func tokenMean(h []float64, states []int32) float64 {
 	return sum / float64(max(n, 1))
 }
 
+// sumAdvantages adds a rollout's tokens (their CSR entries, advantages
+// and loss divisor d) to acc, which holds each parameter's sums side by
+// side: acc[3k] the positive advantages over d, acc[3k+1] the negative
+// ones, acc[3k+2] the tokens (one cache line a token where three arrays
+// took three). A token whose entry is not a parameter is skipped. Both
+// sums take each token's value, one as 0: no branch to mispredict. (In the
+// minibatch's closure the compiler reloaded every slice on every token.)
+func sumAdvantages(acc []float64, paramOf, entries []int32, adv []float64, d float64) {
+	adv = adv[:len(entries)]
+	for t, e := range entries {
+		k := int(paramOf[e])
+		if k < 0 {
+			continue
+		}
+		a, sums := adv[t]/d, acc[3*k:3*k+3:3*k+3]
+		sums[0] += max(a, 0)
+		sums[1] += min(a, 0)
+		sums[2]++
+	}
+}
+
 // minibatch holds one minibatch's aggregated loss constants.
 type minibatch struct{ pos, neg, share []float64 }
 
@@ -188,25 +209,22 @@ func (b *bigram) minibatches(batch *eval.Batch, adv []float64, div *lossDivs, st
 		n[minibatchOf(i, m)] += float64(batch.Len(i))
 	}
 	kernels.ParallelFor(m, 1, func(lo, hi int) { // one minibatch per core
-		// acc holds each parameter's three sums side by side (pos, neg,
-		// tokens): one cache line a token where three arrays took three.
 		var acc []float64
 		for j := lo; j < hi; j++ {
 			o, count, tok := out[j], counts[j], tokens[j]
 			acc = kernels.Grow(acc, 3*p)
 			clear(acc)
 			for i := j; i < len(batch.Targets); i += m { // minibatchOf(i, m) == j
-				d := div.rollout[i]
-				for t := batch.Starts[i]; t < batch.Starts[i+1]; t++ {
+				d, t0, t1 := div.rollout[i], batch.Starts[i], batch.Starts[i+1]
+				sumAdvantages(acc, b.paramOf, batch.Entries[t0:t1], adv[t0:t1], d)
+				if b.share.node == nil && !k3 {
+					continue
+				}
+				for t := t0; t < t1; t++ {
 					k := b.paramOf[batch.Entries[t]]
 					if k < 0 {
 						continue
 					}
-					a := adv[t] / d // both sums take it, one as 0: no branch to mispredict
-					sums := acc[3*k : 3*k+3]
-					sums[0] += max(a, 0)
-					sums[1] += min(a, 0)
-					sums[2]++
 					if b.share.node != nil {
 						count[states[t]]++
 					}

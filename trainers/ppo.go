@@ -277,26 +277,11 @@ func targetAdvantages(lens []int, hit []bool, states []int32, nStates int, targe
 			for _, r := range byTarget[x] {
 				h, l := reward(r), lens[r]
 				g, st := adv[starts[r]:starts[r]+l], states[starts[r]:starts[r]+l]
-				if math.IsNaN(v) {
-					for t := range g {
-						g[t] = h - beta*float64(l-t)
-					}
-				} else {
-					next := math.NaN() // return at the next fork-incoming token
-					for t := l - 1; t >= 0; t-- {
-						g[t] = h - beta*float64(l-t)
-						if fork[st[t]] {
-							next = g[t]
-							continue
-						}
-						if !math.IsNaN(next) {
-							g[t] += v - next
-						}
-					}
-				}
-				for t, s := range st {
-					sc[2*s] += g[t]
-					sc[2*s+1]++
+				rolloutReturns(g, st, fork, h, beta, v)
+				for t, s := range st[:len(g)] {
+					sums := sc[2*s : 2*s+2 : 2*s+2]
+					sums[0] += g[t]
+					sums[1]++
 				}
 			}
 			for s := 0; s < nStates; s++ {
@@ -421,6 +406,32 @@ func normalize(adv []float64) {
 		}
 	})
 	scale(adv)
+}
+
+// rolloutReturns writes one rollout's returns to go h - beta (T - t) into
+// g (T = len(g), h its reward), bootstrapped at the fork with V_F = v
+// unless v is NaN (targetAdvantages): back to front, as forkReturns did
+// over the returns to go.
+func rolloutReturns(g []float64, st []int32, fork []bool, h, beta, v float64) {
+	l := len(g)
+	if math.IsNaN(v) {
+		for t := range g {
+			g[t] = h - beta*float64(l-t)
+		}
+		return
+	}
+	st = st[:l]
+	next := math.NaN() // return at the next fork-incoming token
+	for t := l - 1; t >= 0; t-- {
+		g[t] = h - beta*float64(l-t)
+		if fork[st[t]] {
+			next = g[t]
+			continue
+		}
+		if !math.IsNaN(next) {
+			g[t] += v - next
+		}
+	}
 }
 
 // scale divides advantages by their root mean square. Advantages whose
