@@ -165,58 +165,9 @@ func (k *tableKernel) forward(out []float64, in [][]float64) error {
 		sums := make([]float64, tableBlock) // each token's sum of exponentials, then its log
 		for bk := blo; bk < bhi; bk++ {
 			lo, hi := bk*tableBlock, min(l.capacity, (bk+1)*tableBlock)
-			at := 0
-			for t := lo; t < min(hi, l.n); t++ {
-				e0, c, off, z := l.first[t], l.cnt[t], l.offsets[t*r:], out[t*r:(t+1)*r]
-				m := math.Inf(-1)
-				for j := range c {
-					z[j] = table[e0+j] + off[j]
-					m = max(m, z[j])
-				}
-				for j := range c {
-					z[j] -= m
-					packed[at+j] = z[j]
-				}
-				for j := c; j < r; j++ {
-					z[j] = MaskLogit - m
-				}
-				at += c
-			}
-			n4 := (at + 3) &^ 3
-			clear(packed[at:n4])
-			kernels.Exps(packed[:n4], packed[:n4], 0)
-			// The sums, their logs, then the outputs, each in a loop of
-			// its own: a log taken in the token's loop waits on its sum,
-			// and one after another they took a quarter of the op.
-			at = 0
-			for t := lo; t < min(hi, l.n); t++ {
-				c, sum := l.cnt[t], 0.0
-				for _, v := range packed[at : at+c] {
-					sum += v
-				}
-				sums[t-lo] = sum
-				at += c
-			}
-			at = 0
-			for t := lo; t < min(hi, l.n); t++ {
-				c, pi := l.cnt[t], k.pi[t*r:(t+1)*r]
-				inv := 1 / sums[t-lo]
-				for j := range c {
-					pi[j] = packed[at+j] * inv
-				}
-				clear(pi[c:]) // masked: probability exactly 0
-				at += c
-			}
-			for i, v := range sums[:max(0, min(hi, l.n)-lo)] {
-				sums[i] = math.Log(v)
-			}
-			for t := lo; t < min(hi, l.n); t++ {
-				z, lse := out[t*r:(t+1)*r], sums[t-lo]
-				for j := range z {
-					z[j] -= lse
-				}
-			}
-			for t := max(lo, l.n); t < hi; t++ {
+			n := max(lo, min(hi, l.n)) // tokens [lo, n) are filled, [n, hi) empty
+			tableBlockForward(out[lo*r:n*r], k.pi[lo*r:n*r], table, l.first[lo:n], l.cnt[lo:n], l.offsets[lo*r:n*r], r, packed, sums)
+			for t := n; t < hi; t++ {
 				z, pi := out[t*r:(t+1)*r], k.pi[t*r:(t+1)*r]
 				for j := range z {
 					z[j], pi[j] = empty, 0
@@ -225,6 +176,66 @@ func (k *tableKernel) forward(out []float64, in [][]float64) error {
 		}
 	})
 	return nil
+}
+
+// tableBlockForward is the forward of one block's filled tokens, given as
+// local slices: out and pi (R slots a token), each token's first entry and
+// count of unmasked slots, the slots' offsets, the block's packed and sums
+// scratch. (Run inside the op's closure, the loops reloaded the layout's
+// slices from memory after every store.)
+func tableBlockForward(out, pi, table []float64, first, cnt []int, offsets []float64, r int, packed, sums []float64) {
+	at := 0
+	for t, e0 := range first {
+		c, off, z := cnt[t], offsets[t*r:(t+1)*r], out[t*r:(t+1)*r]
+		m := math.Inf(-1)
+		for j := range c {
+			z[j] = table[e0+j] + off[j]
+			m = max(m, z[j])
+		}
+		for j := range c {
+			z[j] -= m
+			packed[at+j] = z[j]
+		}
+		for j := c; j < r; j++ {
+			z[j] = MaskLogit - m
+		}
+		at += c
+	}
+	n4 := (at + 3) &^ 3
+	clear(packed[at:n4])
+	kernels.Exps(packed[:n4], packed[:n4], 0)
+	// The sums, their logs, then the outputs, each in a loop of its own:
+	// a log taken in the token's loop waits on its sum, and one after
+	// another they took a quarter of the op.
+	sums = sums[:len(first)]
+	at = 0
+	for t, c := range cnt {
+		sum := 0.0
+		for _, v := range packed[at : at+c] {
+			sum += v
+		}
+		sums[t] = sum
+		at += c
+	}
+	at = 0
+	for t, c := range cnt {
+		p := pi[t*r : (t+1)*r]
+		inv := 1 / sums[t]
+		for j := range c {
+			p[j] = packed[at+j] * inv
+		}
+		clear(p[c:]) // masked: probability exactly 0
+		at += c
+	}
+	for i, v := range sums {
+		sums[i] = math.Log(v)
+	}
+	for t, lse := range sums {
+		z := out[t*r : (t+1)*r]
+		for j := range z {
+			z[j] -= lse
+		}
+	}
 }
 
 func (k *tableKernel) backward(grads [][]float64, _ [][]float64, g []float64) error {

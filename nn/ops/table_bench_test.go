@@ -1,0 +1,35 @@
+package ops
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// BenchmarkTableForward times TableLogSoftmax's forward on a full fill of
+// 32768 tokens of 2 to 6 slots over a table of 16200 entries (the paper's
+// size), on all cores.
+func BenchmarkTableForward(b *testing.B) {
+	const capacity, r, p = 32768, 6, 16200
+	rng := rand.New(rand.NewPCG(1, 2))
+	lay := NewTableLayout(capacity, r)
+	for t := range capacity {
+		c := 2 + rng.IntN(r-1)
+		off := lay.Set(t, rng.IntN(p-c), c, rng.IntN(c))
+		for j := range off {
+			off[j] = rng.NormFloat64()
+		}
+	}
+	lay.n = capacity
+	table := make([]float64, p)
+	for i := range table {
+		table[i] = rng.NormFloat64()
+	}
+	k := &tableKernel{lay: lay, p: p}
+	out := make([]float64, capacity*r)
+	for b.Loop() {
+		if err := k.forward(out, [][]float64{table}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*capacity), "ns/token")
+}
