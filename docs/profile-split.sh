@@ -17,7 +17,7 @@ phases=(
   "entropy=entropy"
   "table pass=tableKernel|trainTable|TableLogSoftmax"
   "windows pass=attentionKernel|unembedKernel|layerNorm|trainWindows|gemmRows"
-  "advantages and returns=tokenAdvantages|forkReturns|returnsToGo|lossDivisors|trainers\.scale|advantages"
+  "advantages and returns=tokenAdvantages|targetAdvantages|rolloutReturns|forkReturns|returnsToGo|lossDivisors|trainers\.scale|advantages"
   "update=minibatches|update|tapeMachine|exactStep|solvers|clipped|ratios"
 )
 seconds() { go tool pprof -top -nodecount=1000000 -nodefraction=0 "$@" "$B" "$P" 2>/dev/null | sed -n 's/.*accounting for \([0-9.]*\)\(m\?\)s.*/\1 \2/p' | head -1 | awk '{ if ($2 == "m") print $1/1000; else print $1+0 }'; }
