@@ -40,17 +40,27 @@ func (b *Batch) StatesInto(g *tasks.Graph, states, last []int32) ([]int32, []int
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(b.Targets); i = int(next.Add(1) - 1) {
-				s := int32(0)
-				for tok := b.Starts[i]; tok < b.Starts[i+1]; tok++ {
-					states[tok] = s
-					s = int32(g.Next[b.Entries[tok]])
-				}
-				last[i] = s
+				lo, hi := b.Starts[i], b.Starts[i+1]
+				last[i] = walkStates(states[lo:hi], b.Entries[lo:hi], g.Next)
 			}
 		}()
 	}
 	wg.Wait()
 	return states, last
+}
+
+// walkStates writes the state each of a rollout's entries leaves from
+// into states (the walk starts at state 0) and returns the state it ends
+// in. (Inside StatesInto's closure the loop reloaded the batch's slices
+// on every token.)
+func walkStates(states, entries []int32, next []int) int32 {
+	states = states[:len(entries)]
+	s := int32(0)
+	for t, e := range entries {
+		states[t] = s
+		s = int32(next[e])
+	}
+	return s
 }
 
 // Tokens is the total number of sampled transitions.

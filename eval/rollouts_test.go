@@ -228,3 +228,20 @@ func TestRolloutsStopOnCancel(t *testing.T) {
 		t.Errorf("stopped after %v", d)
 	}
 }
+
+// BenchmarkStatesInto times a batch's states from its entries (64
+// rollouts of the pretrained policy at the paper's size, about 3M tokens)
+// on all cores.
+func BenchmarkStatesInto(b *testing.B) {
+	g := graph(b, tasks.DefaultConfig())
+	var buf Buffers
+	batch, err := buf.Rollouts(context.Background(), sampler(b, g, PolicyPretrained(g)), 64, nil, 0, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var states, last []int32
+	for b.Loop() {
+		states, last = batch.StatesInto(g, states, last)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch.Tokens()), "ns/token")
+}
