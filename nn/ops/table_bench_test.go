@@ -33,3 +33,38 @@ func BenchmarkTableForward(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*capacity), "ns/token")
 }
+
+// BenchmarkTableBackward times TableLogSoftmax's backward on the same
+// fill, with a gradient on every token's taken slot, on all cores.
+func BenchmarkTableBackward(b *testing.B) {
+	const capacity, r, p = 32768, 6, 16200
+	rng := rand.New(rand.NewPCG(1, 2))
+	lay := NewTableLayout(capacity, r)
+	for t := range capacity {
+		c := 2 + rng.IntN(r-1)
+		off := lay.Set(t, rng.IntN(p-c), c, rng.IntN(c))
+		for j := range off {
+			off[j] = rng.NormFloat64()
+		}
+	}
+	lay.n = capacity
+	table := make([]float64, p)
+	for i := range table {
+		table[i] = rng.NormFloat64()
+	}
+	k := &tableKernel{lay: lay, p: p}
+	out := make([]float64, capacity*r)
+	if err := k.forward(out, [][]float64{table}); err != nil {
+		b.Fatal(err)
+	}
+	g, grad := make([]float64, capacity*r), make([]float64, p)
+	for t := range capacity {
+		g[lay.taken[t]] = rng.NormFloat64()
+	}
+	for b.Loop() {
+		if err := k.backward([][]float64{grad}, nil, g); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*capacity), "ns/token")
+}
