@@ -4,25 +4,32 @@ import (
 	"context"
 	"testing"
 
+	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
-// BenchmarkPPOMinibatches times the bigram PPO's per-parameter sums of a
-// batch's advantages (minibatches): 128 rollouts of the initial policy at
-// the paper's size, about 5.8M tokens, on all cores.
-func BenchmarkPPOMinibatches(b *testing.B) {
-	g := graph(b, tasks.DefaultConfig())
+// ppoBenchBatch is the bigram PPO benchmarks' batch: 128 rollouts of the
+// initial policy at the paper's size (about 5.8M tokens) with the PPO
+// defaults, its states, advantages and divisors, and its trainer.
+func ppoBenchBatch(b *testing.B) (*Trainer, *eval.AgentBatch, []int32, []float64, *lossDivs) {
 	cfg := Defaults(PPO, BigramModel)
 	cfg.Rollouts = 128
-	tr, err := New(cfg, g, Setup{})
+	tr, err := New(cfg, graph(b, tasks.DefaultConfig()), Setup{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer tr.Close()
+	b.Cleanup(func() { tr.Close() })
 	ab, states, adv, div, err := tr.sampledBatch(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
+	return tr, ab, states, adv, div
+}
+
+// BenchmarkPPOMinibatches times the bigram PPO's per-parameter sums of
+// the batch's advantages (minibatches) on all cores.
+func BenchmarkPPOMinibatches(b *testing.B) {
+	tr, ab, states, adv, div := ppoBenchBatch(b)
 	bg := tr.l.(*bigram)
 	for b.Loop() {
 		bg.minibatches(&ab.Batch, adv, div, states)
@@ -30,21 +37,11 @@ func BenchmarkPPOMinibatches(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*ab.Tokens()), "ns/token")
 }
 
-// BenchmarkPPOAdvantages times the advantages of the same batch with the
-// PPO defaults' baseline (fork, normalised) on all cores.
+// BenchmarkPPOAdvantages times the batch's advantages with the PPO
+// defaults' baseline (fork, normalised) on all cores.
 func BenchmarkPPOAdvantages(b *testing.B) {
-	g := graph(b, tasks.DefaultConfig())
-	cfg := Defaults(PPO, BigramModel)
-	cfg.Rollouts = 128
-	tr, err := New(cfg, g, Setup{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer tr.Close()
-	ab, states, _, _, err := tr.sampledBatch(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
+	tr, ab, states, _, _ := ppoBenchBatch(b)
+	g, cfg := tr.g, tr.cfg
 	lens := make([]int, len(ab.Targets))
 	for i := range lens {
 		lens[i] = ab.Len(i)
