@@ -291,29 +291,23 @@ func targetAdvantages(lens []int, hit []bool, states []int32, nStates int, targe
 			}
 		}
 	})
-	blocks := (n + tokenBlock - 1) / tokenBlock
-	sq := make([]float64, blocks)
-	kernels.ParallelFor(blocks, 1, func(lo, hi int) {
-		for bk := lo; bk < hi; bk++ {
-			k0, k1 := bk*tokenBlock, min(n, (bk+1)*tokenBlock)
-			r := sort.SearchInts(starts, k0+1) - 1 // the last rollout starting at or before k0
-			for k := k0; k < k1; r++ {
-				m := means[2*(targets[r]-1)*nStates:]
-				for end := min(k1, starts[r]+lens[r]); k < end; k++ {
-					adv[k] -= m[2*states[k]]
-				}
-			}
-			if normalize {
-				sq[bk] = kernels.SumSquares(adv[k0:k1])
+	// parallelSum's blocks: each subtracts its tokens' baselines and, to
+	// normalise, returns its sum of squares.
+	sq := parallelSum(n, func(k0, k1 int) float64 {
+		r := sort.SearchInts(starts, k0+1) - 1 // the last rollout starting at or before k0
+		for k := k0; k < k1; r++ {
+			m := means[2*(targets[r]-1)*nStates:]
+			for end := min(k1, starts[r]+lens[r]); k < end; k++ {
+				adv[k] -= m[2*states[k]]
 			}
 		}
+		if !normalize {
+			return 0
+		}
+		return kernels.SumSquares(adv[k0:k1])
 	})
 	if normalize {
-		total := 0.0 // parallelSum's order
-		for _, s := range sq {
-			total += s
-		}
-		scaleBy(adv, total)
+		scaleBy(adv, sq)
 	}
 	return adv
 }
