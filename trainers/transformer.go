@@ -122,9 +122,10 @@ type transformer struct {
 	// tokenBytes is a sampled transition's memory (transitionWords).
 	tokenBytes float64
 	traces     []tokenSeq // distill with fixed traces
-	// passTime is the wall time spent in the windows pass so far: the
-	// benchmarks report the tokens it trains per second of it.
-	passTime time.Duration
+	// passTime and tableTime are the wall time spent in the windows pass
+	// and in the table pass so far: the benchmarks report the tokens the
+	// windows pass trains per second of it, and each pass's seconds a step.
+	passTime, tableTime time.Duration
 }
 
 // transformerState is what a transformer learner checkpoints besides its

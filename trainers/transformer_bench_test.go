@@ -16,7 +16,8 @@ import (
 // and the batch size fixed. It reports sampled tokens per second, tokens
 // trained through the whole model (the windows, over the epochs) per
 // second of step and per second of the windows pass alone, seconds per
-// step and CPU seconds per step (all cores summed).
+// step, CPU seconds per step (all cores summed) and the wall seconds per
+// step of the table pass and of the windows pass.
 func BenchmarkTransformerPPOStep(b *testing.B) {
 	for _, c := range benchSizes {
 		b.Run(c.name, func(b *testing.B) {
@@ -29,7 +30,7 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 			}
 			sampled, trained := 0, 0
 			l := tr.l.(*transformer)
-			pass := l.passTime
+			pass, table := l.passTime, l.tableTime
 			cpu := cpuSeconds()
 			for b.Loop() {
 				s0, t0 := tr.smp.tokens, tr.smp.trained
@@ -44,6 +45,8 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 			b.ReportMetric(float64(trained)/(l.passTime-pass).Seconds(), "windows-tokens/s")
 			b.ReportMetric(sec/float64(b.N), "s/step")
 			b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/step")
+			b.ReportMetric((l.tableTime-table).Seconds()/float64(b.N), "table-s/step")
+			b.ReportMetric((l.passTime-pass).Seconds()/float64(b.N), "windows-s/step")
 		})
 	}
 }
@@ -58,7 +61,8 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 // per second of update and per second of the windows pass alone, the
 // table pass's tokens per second of update, seconds per update and CPU
 // seconds per update (all cores summed; other processes on a shared
-// machine disturb it less than wall time).
+// machine disturb it less than wall time), and the wall seconds per
+// update of the table pass and of the windows pass.
 func BenchmarkTransformerUpdate(b *testing.B) {
 	for _, c := range benchSizes {
 		b.Run(c.name, func(b *testing.B) {
@@ -79,7 +83,7 @@ func BenchmarkTransformerUpdate(b *testing.B) {
 			}
 			trained := 0
 			l := tr.l.(*transformer)
-			pass := l.passTime
+			pass, tableTime := l.passTime, l.tableTime
 			cpu := cpuSeconds()
 			for b.Loop() {
 				rs, err := tr.sampled().update(ab, states, adv, div)
@@ -94,6 +98,8 @@ func BenchmarkTransformerUpdate(b *testing.B) {
 			b.ReportMetric(float64(table*b.N)/sec, "table-tokens/s")
 			b.ReportMetric(sec/float64(b.N), "s/update")
 			b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/update")
+			b.ReportMetric((l.tableTime-tableTime).Seconds()/float64(b.N), "table-s/update")
+			b.ReportMetric((l.passTime-pass).Seconds()/float64(b.N), "windows-s/update")
 		})
 	}
 }

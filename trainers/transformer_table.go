@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn/kernels"
@@ -119,6 +120,8 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 	if len(in.tokens) == 0 {
 		return nil
 	}
+	start := time.Now()
+	defer func() { l.tableTime += time.Since(start) }()
 	g, t, p, batch := l.t.g, l.t, l.table, l.tbl
 	ab, states := tb.ab, tb.states
 	chunk, _ := batch.Shape()
