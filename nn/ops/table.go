@@ -3,6 +3,8 @@ package ops
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync/atomic"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -137,6 +139,7 @@ type tableKernel struct {
 	p       int
 	pi      []float64 // (Capacity*R) each slot's probability, kept by forward for backward
 	scratch []float64 // backward: one table-sized accumulator per block
+	fwd     []float64 // forward: each goroutine's packed exponentials and sums
 }
 
 // tableBlock is the number of tokens of one block: the forward takes a
@@ -153,7 +156,21 @@ func (k *tableKernel) forward(out []float64, in [][]float64) error {
 	k.pi = kernels.Grow(k.pi, len(out))
 	empty := -math.Log(float64(r)) // a row of R masked slots: log-softmax of R equal logits
 	blocks := (l.capacity + tableBlock - 1) / tableBlock
+	// Each of ParallelFor's calls (at most GOMAXPROCS) claims its own
+	// scratch, kept from run to run: allocated afresh at every run (a
+	// quarter megabyte a goroutine, hundreds of runs a step), it cost the
+	// table pass tens of thousands of page faults a step.
+	size := tableBlock*r + 3 + tableBlock
+	parts := runtime.GOMAXPROCS(0)
+	k.fwd = kernels.Grow(k.fwd, parts*size)
+	var part atomic.Int64
 	kernels.ParallelFor(blocks, 1, func(blo, bhi int) {
+		var s []float64
+		if i := int(part.Add(1) - 1); i < parts {
+			s = k.fwd[i*size : (i+1)*size]
+		} else {
+			s = make([]float64, size)
+		}
 		// packed holds a block's unmasked z - max(z), token after token,
 		// padded with zeros to a multiple of four: Exps takes every one
 		// four at a time, wherever a token falls in the block. (Its last
@@ -161,8 +178,8 @@ func (k *tableKernel) forward(out []float64, in [][]float64) error {
 		// each goroutine packed its whole share, which ones took that
 		// path depended on the number of cores.) It stays in cache, where
 		// a share's millions did not.
-		packed := make([]float64, tableBlock*r+3)
-		sums := make([]float64, tableBlock) // each token's sum of exponentials, then its log
+		packed := s[:tableBlock*r+3]
+		sums := s[tableBlock*r+3:] // each token's sum of exponentials, then its log
 		for bk := blo; bk < bhi; bk++ {
 			lo, hi := bk*tableBlock, min(l.capacity, (bk+1)*tableBlock)
 			n := max(lo, min(hi, l.n)) // tokens [lo, n) are filled, [n, hi) empty
