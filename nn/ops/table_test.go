@@ -198,3 +198,53 @@ func TestTableLayoutErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestTableForwardKeptScratch: the forward keeps its goroutines' scratch
+// from run to run; a kernel that ran on one fill gives on the next, bit
+// for bit, what a fresh kernel gives on it. The first fill (several
+// blocks) has a NaN logit in every token, so the scratch keeps NaN
+// exponentials (the step refuses such a loss only after the run); the
+// second is 9 tokens, each goroutine's first block, whose 27 packed
+// exponentials end off a multiple of four, on logits whose exponentials
+// differ between the four-wide and the scalar path: padding left as it
+// was would send the block down the scalar path. On 1 and 2 goroutines.
+func TestTableForwardKeptScratch(t *testing.T) {
+	const capacity, r, p = 3*tableBlock + 17, 5, 40
+	rng := rand.New(rand.NewPCG(10, 11))
+	first := NewTableLayout(capacity, r) // a NaN logit: the exponentials left in the scratch are NaN
+	for tok := range capacity {
+		copy(first.Set(tok, rng.IntN(p-1), 2, 0), []float64{0, math.NaN()})
+	}
+	first.SetLen(capacity)
+	second := NewTableLayout(capacity, r) // slots 0, x and x (TestTableLogSoftmaxCores): the two exponential paths differ on them
+	x := expsDiffer()
+	for tok := range 9 {
+		copy(second.Set(tok, rng.IntN(p-2), 3, 0), []float64{0, x, x})
+	}
+	second.SetLen(9)
+	table := make([]float64, p) // zeros: the logits are the offsets
+	for _, procs := range []int{1, 2} {
+		func() {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			kept := &tableKernel{lay: first, p: p}
+			out := make([]float64, capacity*r)
+			if err := kept.forward(out, [][]float64{table}); err != nil {
+				t.Fatal(err)
+			}
+			kept.lay = second
+			if err := kept.forward(out, [][]float64{table}); err != nil {
+				t.Fatal(err)
+			}
+			fresh := &tableKernel{lay: second, p: p}
+			want := make([]float64, capacity*r)
+			if err := fresh.forward(want, [][]float64{table}); err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				if math.Float64bits(out[i]) != math.Float64bits(want[i]) || math.Float64bits(kept.pi[i]) != math.Float64bits(fresh.pi[i]) {
+					t.Fatalf("%d goroutines: slot %d: kept scratch gives %v (pi %v), a fresh kernel %v (pi %v)", procs, i, out[i], kept.pi[i], want[i], fresh.pi[i])
+				}
+			}
+		}()
+	}
+}
