@@ -47,8 +47,10 @@
 // ops (package ops): autodiff chains the loss to them and calls their
 // backwards, which are written by hand; the Bigram's graph is stock ops
 // but for one such op, its log-softmax. Those backwards
-// (Attention, LayerNorm, Unembed, TableLogSoftmax, Gather and the bigram's
-// SegmentLogSoftmax) are the only hand-written derivatives; each is checked
+// (Attention, LayerNorm, Unembed, TableLogSoftmax, Gather,
+// ClippedSurrogate, TableClippedSurrogate and the bigram's
+// SegmentLogSoftmax and SegmentLogLik) are the only hand-written
+// derivatives; each is checked
 // against autodiff of the same function in stock ops, in package ops' tests
 // on random inputs of several shapes and on both kernel paths, and the
 // whole fused transformer graph against the stock one

@@ -26,6 +26,8 @@ import (
 // sequence of fills whose gradients Step.Accumulate sums.
 type TableBatch struct {
 	p        int // entries of the table
+	table    *G.Node
+	ops      Ops
 	lay      *ops.TableLayout
 	takenIdx *G.Node // (Capacity) Int: the slot of each taken token
 	logp     *G.Node // (Capacity*R)
@@ -37,12 +39,16 @@ type TableBatch struct {
 	ix                              ops.TableIndices
 }
 
-// NewTableBatch adds the log-probabilities of up to capacity tokens of
-// width slots each over table (a float64 vector node) to its graph, of the
-// given Ops: Fused, one op of package ops (ops.TableLogSoftmax) and a
-// gather; Stock, the same function from stock ops (stock.TableLogSoftmax,
-// stock.Gather).
-func NewTableBatch(table *G.Node, capacity, width int, o Ops) (tb *TableBatch, err error) {
+// NewTableBatch lays out up to capacity tokens of width slots each over
+// table (a float64 vector node) and, when slots is true, adds their
+// log-probabilities to its graph, of the given Ops: Fused, one op of
+// package ops (ops.TableLogSoftmax) and a gather; Stock, the same
+// function from stock ops (stock.TableLogSoftmax, stock.Gather). Without
+// slots, LogProbs and Taken are nil and the batch serves ClippedSurrogate
+// alone (a graph runs every node it holds, and that loss as one op needs
+// neither); with Stock ops the slots are always added, as its
+// ClippedSurrogate is built over Taken.
+func NewTableBatch(table *G.Node, capacity, width int, o Ops, slots bool) (tb *TableBatch, err error) {
 	defer recoverGraph("table batch", &err)
 	if table == nil || table.Dims() != 1 || table.Dtype() != G.Float64 {
 		return nil, fmt.Errorf("nn: table batch: table must be a float64 vector node")
@@ -65,6 +71,10 @@ func NewTableBatch(table *G.Node, capacity, width int, o Ops) (tb *TableBatch, e
 	}
 	if err := tb.SetLen(0); err != nil {
 		return nil, err
+	}
+	tb.table, tb.ops = table, o
+	if !slots && o != Stock {
+		return tb, nil
 	}
 	if o == Stock {
 		if tb.logp, err = stock.TableLogSoftmax(table, tb.slotEntry, tb.offsets, tb.valid, tb.mask, capacity, width); err != nil { // (P) -> (Capacity*R)
@@ -123,11 +133,37 @@ func (tb *TableBatch) SetLen(n int) error {
 	return nil
 }
 
-// LogProbs returns the (Capacity*R) node of each slot's log-probability.
+// LogProbs returns the (Capacity*R) node of each slot's log-probability
+// (nil for a batch made without slots).
 func (tb *TableBatch) LogProbs() *G.Node { return tb.logp }
 
-// Taken returns the (Capacity) node of each token's taken log-probability.
+// Taken returns the (Capacity) node of each token's taken log-probability
+// (nil for a batch made without slots).
 func (tb *TableBatch) Taken() *G.Node { return tb.taken }
+
+// Positions returns the tokens of a fill and the slots of each, as the
+// (N) and (N*R) shapes of Taken and LogProbs.
+func (tb *TableBatch) Positions() (n, r int) { return tb.Shape() }
+
+// ClippedSurrogate returns PPO's clipped surrogate over the fill's taken
+// tokens, sum_t advPos_t min(r_t, 1+eps) + advNeg_t max(r_t, 1-eps) with
+// r_t = exp(Taken_t - oldLogp_t), oldLogp, advPos and advNeg (Capacity)
+// float64 nodes of the table's graph: with Fused ops one op
+// (ops.TableClippedSurrogate, the three below bit for bit, without the
+// (Capacity*R) log-probabilities); with Stock, stock.ClippedSurrogate over
+// Taken.
+func (tb *TableBatch) ClippedSurrogate(oldLogp, advPos, advNeg *G.Node, eps float64) (out *G.Node, err error) {
+	defer recoverGraph("table clipped surrogate", &err)
+	for _, in := range []*G.Node{oldLogp, advPos, advNeg} {
+		if in == nil || in.Graph() != tb.table.Graph() {
+			return nil, fmt.Errorf("nn: table clipped surrogate: the constants must be nodes of the table's graph")
+		}
+	}
+	if tb.ops == Stock {
+		return stock.ClippedSurrogate(tb.taken, oldLogp, advPos, advNeg, eps)
+	}
+	return ops.TableClippedSurrogate(tb.lay, tb.table, oldLogp, advPos, advNeg, eps)
+}
 
 // SlotEntries returns the table entry of each slot of the last fill, -1
 // for a masked slot. The slice is reused by the next call.

@@ -195,6 +195,10 @@ func (fw *TransformerBatch) SetWindows(rows []Window) error {
 	return nil
 }
 
+// Positions returns the positions of a fill (B*T) and the slots of each
+// (R), as the shapes of Taken and LogProbs.
+func (fw *TransformerBatch) Positions() (n, r int) { return fw.b * fw.t, fw.r }
+
 // Shape returns B, T (real tokens per row, the prompt slot not counted) and
 // R (slots per position, the longest support row).
 func (fw *TransformerBatch) Shape() (b, t, r int) { return fw.b, fw.t, fw.r }

@@ -32,7 +32,7 @@ func (b *bigram) buildSampled() (*G.Node, error) {
 		return reinforceLoss(logp, b.in.node)
 	}
 	g := model.Graph()
-	cost, advPos, advNeg, oldLog, err := clippedLoss(g, logp, p, cfg.Clip, nn.Fused)
+	cost, advPos, advNeg, oldLog, err := clippedLoss(g, p, clippedOf(logp, cfg.Clip, nn.Fused))
 	if err != nil {
 		return nil, err
 	}

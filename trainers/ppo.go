@@ -33,26 +33,35 @@ func reinforceLoss(logp, w *G.Node) (*G.Node, error) {
 }
 
 // clippedLoss adds to g minus PPO's clipped surrogate (Schulman et al.
-// 2017) summed over the n items' log-probabilities logp,
+// 2017) summed over n items,
 //
 //	sum_i A+_i min(r_i, 1+eps) + A-_i max(r_i, 1-eps),  r_i = exp(logp_i - oldLogp_i),
 //
-// built of the ops o says (ops.ClippedSurrogate, or its stock form
-// stock.ClippedSurrogate), and its constants: the items' positive and
-// negative advantages (already divided by the number of tokens) and their
-// log-probabilities under the policy that sampled them.
-func clippedLoss(g *G.ExprGraph, logp *G.Node, n int, clip float64, o nn.Ops) (cost *G.Node, advPos, advNeg, oldLog vec, err error) {
+// as surrogate builds it (clippedOf, or a table pass's one op), and its
+// constants: the items' positive and negative advantages (already divided
+// by the number of tokens) and their log-probabilities under the policy
+// that sampled them.
+func clippedLoss(g *G.ExprGraph, n int, surrogate func(oldLogp, advPos, advNeg *G.Node) (*G.Node, error)) (cost *G.Node, advPos, advNeg, oldLog vec, err error) {
 	advPos, advNeg, oldLog = newVec(g, n, "adv+"), newVec(g, n, "adv-"), newVec(g, n, "logp_old")
-	surrogate := ops.ClippedSurrogate
-	if o == nn.Stock {
-		surrogate = stock.ClippedSurrogate
-	}
-	obj, err := surrogate(logp, oldLog.node, advPos.node, advNeg.node, clip)
+	obj, err := surrogate(oldLog.node, advPos.node, advNeg.node)
 	if err != nil {
 		return nil, advPos, advNeg, oldLog, fmt.Errorf("trainers: ppo loss: %w", err)
 	}
 	cost, err = G.Neg(obj)
 	return cost, advPos, advNeg, oldLog, err
+}
+
+// clippedOf is the clipped surrogate over the items' log-probabilities
+// logp with clip eps, built of the ops o says: ops.ClippedSurrogate, or
+// its stock form stock.ClippedSurrogate.
+func clippedOf(logp *G.Node, eps float64, o nn.Ops) func(oldLogp, advPos, advNeg *G.Node) (*G.Node, error) {
+	surrogate := ops.ClippedSurrogate
+	if o == nn.Stock {
+		surrogate = stock.ClippedSurrogate
+	}
+	return func(oldLogp, advPos, advNeg *G.Node) (*G.Node, error) {
+		return surrogate(logp, oldLogp, advPos, advNeg, eps)
+	}
 }
 
 // addRegularizers adds PPO's optional terms to cost over the items' log

@@ -122,10 +122,11 @@ type transformer struct {
 	// tokenBytes is a sampled transition's memory (transitionWords).
 	tokenBytes float64
 	traces     []tokenSeq // distill with fixed traces
-	// passTime and tableTime are the wall time spent in the windows pass
-	// and in the table pass so far: the benchmarks report the tokens the
-	// windows pass trains per second of it, and each pass's seconds a step.
-	passTime, tableTime time.Duration
+	// passTime, tableTime and sampleTime are the wall time spent in the
+	// windows pass, in the table pass and drawing rollouts so far: the
+	// benchmarks report the tokens the windows pass trains per second of
+	// it, and each one's seconds a step.
+	passTime, tableTime, sampleTime time.Duration
 }
 
 // transformerState is what a transformer learner checkpoints besides its
@@ -294,7 +295,7 @@ func (l *transformer) newPasses(cfg Config, opts TransformerOptions) error {
 	if opts.Ops == nn.Stock {
 		chunk = stockTableChunk
 	}
-	if l.tbl, err = nn.NewTableBatch(table, chunk, width, opts.Ops); err != nil {
+	if l.tbl, err = nn.NewTableBatch(table, chunk, width, opts.Ops, !surrogateOnly(cfg)); err != nil {
 		return err
 	}
 	l.table, err = newPass(cfg, opts.Ops, l.tbl, g, G.Nodes{table}, groups.Solver(1))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"time"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn"
@@ -64,6 +65,8 @@ func (l *transformer) rollouts(ctx context.Context, n, horizon int, seed uint64,
 	}
 	var b *eval.AgentBatch
 	var err error
+	start := time.Now()
+	defer func() { l.sampleTime += time.Since(start) }()
 	if targets != nil {
 		b, err = l.buf.AgentRolloutsTo(ctx, l.t.g, agents, targets, horizon, seed)
 	} else {

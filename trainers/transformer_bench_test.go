@@ -17,7 +17,8 @@ import (
 // trained through the whole model (the windows, over the epochs) per
 // second of step and per second of the windows pass alone, seconds per
 // step, CPU seconds per step (all cores summed) and the wall seconds per
-// step of the table pass and of the windows pass.
+// step of the sampling (its rollouts), the table pass and the windows
+// pass.
 func BenchmarkTransformerPPOStep(b *testing.B) {
 	for _, c := range benchSizes {
 		b.Run(c.name, func(b *testing.B) {
@@ -30,7 +31,7 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 			}
 			sampled, trained := 0, 0
 			l := tr.l.(*transformer)
-			pass, table := l.passTime, l.tableTime
+			pass, table, smpT := l.passTime, l.tableTime, l.sampleTime
 			cpu := cpuSeconds()
 			for b.Loop() {
 				s0, t0 := tr.smp.tokens, tr.smp.trained
@@ -47,6 +48,7 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 			b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/step")
 			b.ReportMetric((l.tableTime-table).Seconds()/float64(b.N), "table-s/step")
 			b.ReportMetric((l.passTime-pass).Seconds()/float64(b.N), "windows-s/step")
+			b.ReportMetric((l.sampleTime-smpT).Seconds()/float64(b.N), "sample-s/step")
 		})
 	}
 }

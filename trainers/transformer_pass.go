@@ -15,11 +15,25 @@ import (
 // nn.TransformerBatch (the windows pass) and nn.TableBatch (the table
 // pass) lay them out.
 type items interface {
-	Taken() *G.Node    // (N)
-	LogProbs() *G.Node // (N*R)
+	Positions() (n, r int) // the shapes of Taken and LogProbs
+	Taken() *G.Node        // (N); a table pass's is nil when surrogateOnly
+	LogProbs() *G.Node     // (N*R); a table pass's is nil when surrogateOnly
 	// SlotEntries is the support entry of each slot of the last fill, -1
 	// for a masked one.
 	SlotEntries() []int
+}
+
+// tableSurrogate is the table pass's items (nn.TableBatch): PPO's clipped
+// surrogate of their taken tokens as one op.
+type tableSurrogate interface {
+	ClippedSurrogate(oldLogp, advPos, advNeg *G.Node, eps float64) (*G.Node, error)
+}
+
+// surrogateOnly reports whether cfg's loss is PPO's clipped surrogate
+// without a KL or entropy term: over the table pass's items it is then
+// one op (tableSurrogate), and their slots are not built (newPasses).
+func surrogateOnly(cfg Config) bool {
+	return cfg.Trainer.Clipped() && cfg.KLCoef == 0 && cfg.EntropyCoef == 0
 }
 
 // pass is one of a transformer's two training graphs (newPasses): its
@@ -56,8 +70,8 @@ func (in *lossInputs) all() []vec {
 // newPass builds the trainer's loss over it in graph g (its items' graph),
 // of ops o, and its step on learnables with solver.
 func newPass(cfg Config, o nn.Ops, it items, g *G.ExprGraph, learnables G.Nodes, solver G.Solver) (*pass, error) {
-	p := &pass{cfg: cfg, ops: o, items: it, n: it.Taken().Shape()[0]}
-	p.r = it.LogProbs().Shape()[0] / p.n
+	p := &pass{cfg: cfg, ops: o, items: it}
+	p.n, p.r = it.Positions()
 	cost, err := p.lossOf(g)
 	if err != nil {
 		return nil, err
@@ -73,23 +87,31 @@ func newPass(cfg Config, o nn.Ops, it items, g *G.ExprGraph, learnables G.Nodes,
 // the cross-entropy's weighted log-likelihood, REINFORCE's, or PPO's
 // clipped surrogate with its optional KL and entropy terms.
 func (p *pass) lossOf(g *G.ExprGraph) (*G.Node, error) {
-	cfg, taken, n, r := p.cfg, p.items.Taken(), p.n, p.r
+	cfg, n, r := p.cfg, p.n, p.r
 	in := &p.in
 	if !cfg.Trainer.Clipped() {
 		in.w = newVec(g, n, "token_weights")
-		return reinforceLoss(taken, in.w.node) // sum_t w_t log pi(a_t)
+		return reinforceLoss(p.items.Taken(), in.w.node) // sum_t w_t log pi(a_t)
 	}
-	cost, advPos, advNeg, oldLog, err := clippedLoss(g, taken, n, cfg.Clip, p.ops)
+	var surrogate func(oldLogp, advPos, advNeg *G.Node) (*G.Node, error)
+	if ts, ok := p.items.(tableSurrogate); ok && surrogateOnly(cfg) {
+		surrogate = func(oldLogp, advPos, advNeg *G.Node) (*G.Node, error) {
+			return ts.ClippedSurrogate(oldLogp, advPos, advNeg, cfg.Clip)
+		}
+	} else {
+		surrogate = clippedOf(p.items.Taken(), cfg.Clip, p.ops)
+	}
+	cost, advPos, advNeg, oldLog, err := clippedLoss(g, n, surrogate)
 	if err != nil {
 		return nil, err
 	}
 	in.advPos, in.advNeg, in.oldLog = advPos, advNeg, oldLog
-	if cfg.KLCoef == 0 && cfg.EntropyCoef == 0 {
+	if surrogateOnly(cfg) {
 		return cost, nil
 	}
 	if cfg.Trainer.Grouped() { // k3 on each position's sampled token
 		in.share, in.refLog = newVec(g, n, "token_share"), newVec(g, n, "logp_ref")
-		return addRegularizers(cost, taken, in.refLog.node, in.share.node, cfg)
+		return addRegularizers(cost, p.items.Taken(), in.refLog.node, in.share.node, cfg)
 	}
 	in.share, in.refLog = newVec(g, n*r, "slot_share"), newVec(g, n*r, "logp_ref")
 	return addRegularizers(cost, p.items.LogProbs(), in.refLog.node, in.share.node, cfg)

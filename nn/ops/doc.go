@@ -16,7 +16,10 @@
 //     (logsoftmax.go);
 //   - SegmentLogLik: the weighted log-likelihood of ragged rows, the
 //     bigram's log-softmax and weighted sum as one node (loglik.go);
-//   - ClippedSurrogate: PPO's clipped surrogate per token (clipped.go).
+//   - ClippedSurrogate: PPO's clipped surrogate per token (clipped.go);
+//   - TableClippedSurrogate: TableLogSoftmax, Gather and ClippedSurrogate
+//     over a table fill's taken tokens as one op, the transformer's table
+//     pass under PPO (table_surrogate.go).
 //
 // gorgonia's autodiff (G.Grad) treats each op as one node: it chains a
 // loss's gradient to the op's output and calls the op's backward for the
@@ -27,8 +30,10 @@
 // both kernel paths (AVX2 and gonum's): TestAttentionMatchesStock,
 // TestLayerNormMatchesStock, TestUnembedMatchesStock,
 // TestTableLogSoftmaxMatchesStock, TestGatherMatchesByIndices,
-// TestSegmentLogSoftmaxMatchesStock, TestSegmentLogLikMatchesStock and
-// TestClippedSurrogateMatchesStock.
+// TestSegmentLogSoftmaxMatchesStock, TestSegmentLogLikMatchesStock,
+// TestClippedSurrogateMatchesStock and TestTableClippedSurrogateMatchesStock
+// (which also holds it to the three ops it fuses, bit for bit:
+// TestTableClippedSurrogateMatchesOps).
 //
 // An op writes its output and gradients into buffers it keeps from run to
 // run (fused.go): a graph runs on one tape machine, its backward always
