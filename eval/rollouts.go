@@ -32,7 +32,30 @@ func (b *Batch) States(g *tasks.Graph) (states, last []int32) { return b.StatesI
 // StatesInto is States written into the memory of states and last when
 // they are large enough, rollouts on all cores.
 func (b *Batch) StatesInto(g *tasks.Graph, states, last []int32) ([]int32, []int32) {
+	return b.StatesMarkedInto(g, states, last, nil, nil)
+}
+
+// Marked lists where a batch's tokens leave marked states
+// (StatesMarkedInto): rollout i's positions, counted from its first
+// token, in order, are Pos[Starts[i]:][:N[i]] (Starts the batch's).
+type Marked struct {
+	Pos []int32 // (tokens) reused from call to call; only the listed ones are written
+	N   []int32 // (rollouts)
+}
+
+// At returns rollout i's marked positions. The slice is valid until the
+// next StatesMarkedInto into m.
+func (m *Marked) At(b *Batch, i int) []int32 { return m.Pos[b.Starts[i]:][:m.N[i]] }
+
+// StatesMarkedInto is StatesInto that also lists, into m when m is not
+// nil, the positions of the tokens that leave a state s with mark[s] (a
+// trainer's fork-incoming states: a pass of its own over the batch's
+// states to find them was a twentieth of a paper-size bigram PPO step).
+func (b *Batch) StatesMarkedInto(g *tasks.Graph, states, last []int32, mark []bool, m *Marked) ([]int32, []int32) {
 	states, last = resize(states, len(b.Entries)), resize(last, len(b.Targets))
+	if m != nil {
+		m.Pos, m.N = resize(m.Pos, len(b.Entries)), resize(m.N, len(b.Targets))
+	}
 	var next atomic.Int64 // the next rollout to take
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(b.Targets)) {
@@ -41,7 +64,13 @@ func (b *Batch) StatesInto(g *tasks.Graph, states, last []int32) ([]int32, []int
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(b.Targets); i = int(next.Add(1) - 1) {
 				lo, hi := b.Starts[i], b.Starts[i+1]
-				last[i] = walkStates(states[lo:hi], b.Entries[lo:hi], g.Next)
+				if m == nil {
+					last[i] = walkStates(states[lo:hi], b.Entries[lo:hi], g.Next)
+					continue
+				}
+				var n int
+				last[i], n = walkStatesMarked(states[lo:hi], b.Entries[lo:hi], g.Next, mark, m.Pos[lo:hi])
+				m.N[i] = int32(n)
 			}
 		}()
 	}
@@ -61,6 +90,22 @@ func walkStates(states, entries []int32, next []int) int32 {
 		s = int32(next[e])
 	}
 	return s
+}
+
+// walkStatesMarked is walkStates that also writes the positions t whose
+// state is marked into pos, in order, and returns their number.
+func walkStatesMarked(states, entries []int32, next []int, mark []bool, pos []int32) (int32, int) {
+	states, pos = states[:len(entries)], pos[:len(entries)]
+	s, n := int32(0), 0
+	for t, e := range entries {
+		states[t] = s
+		if mark[s] {
+			pos[n] = int32(t)
+			n++
+		}
+		s = int32(next[e])
+	}
+	return s, n
 }
 
 // Tokens is the total number of sampled transitions.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -226,6 +227,44 @@ func TestRolloutsStopOnCancel(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("stopped after %v", d)
+	}
+}
+
+// TestStatesMarkedInto: the states are StatesInto's, and the marked
+// positions of each rollout are those of its tokens whose state is
+// marked, in order.
+func TestStatesMarkedInto(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
+	var buf Buffers
+	batch, err := buf.Rollouts(context.Background(), sampler(t, g, PolicyPretrained(g)), 40, nil, 0, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := make([]bool, g.NumStates())
+	for s := 0; s < g.NumStates(); s += 3 {
+		mark[s] = true
+	}
+	want, wantLast := batch.StatesInto(g, nil, nil)
+	var m Marked
+	states, last := batch.StatesMarkedInto(g, nil, nil, mark, &m)
+	if !slices.Equal(states, want) || !slices.Equal(last, wantLast) {
+		t.Fatal("states differ from StatesInto's")
+	}
+	listed := 0
+	for i := range batch.Targets {
+		var at []int32
+		for k, s := range want[batch.Starts[i]:batch.Starts[i+1]] {
+			if mark[s] {
+				at = append(at, int32(k))
+			}
+		}
+		if got := m.At(batch, i); !slices.Equal(got, at) {
+			t.Fatalf("rollout %d: marked positions %v, want %v", i, got, at)
+		}
+		listed += len(at)
+	}
+	if listed == 0 {
+		t.Fatal("no marked token: the test checks nothing")
 	}
 }
 

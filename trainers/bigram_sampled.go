@@ -70,7 +70,7 @@ func (b *bigram) rollouts(ctx context.Context, n, horizon int, seed uint64, targ
 
 // update is the REINFORCE update or the clipped objective's epochs over
 // minibatches.
-func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv []float64, div *lossDivs) (ratioStats, error) {
+func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv *advantages, div *lossDivs) (ratioStats, error) {
 	cfg, probs := b.t.cfg, b.probs
 	if !cfg.Trainer.Clipped() {
 		w := b.in.data()
@@ -78,7 +78,7 @@ func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv []float64, d
 		for r, d := range div.rollout {
 			for i := batch.Starts[r]; i < batch.Starts[r+1]; i++ {
 				if k := b.paramOf[batch.Entries[i]]; k >= 0 {
-					w[k] -= adv[i] / d
+					w[k] -= adv.at(i) / d
 				}
 			}
 		}
@@ -161,20 +161,21 @@ func tokenMean(h []float64, states []int32) float64 {
 }
 
 // sumAdvantages adds a rollout's tokens (their CSR entries, advantages
-// and loss divisor d) to acc, which holds each parameter's sums side by
-// side: acc[3k] the positive advantages over d, acc[3k+1] the negative
+// before their scale (advantages), and loss divisor d) to acc, which
+// holds each parameter's sums side by side: acc[3k] the positive
+// advantages over d, acc[3k+1] the negative
 // ones, acc[3k+2] the tokens (one cache line a token where three arrays
 // took three). A token whose entry is not a parameter is skipped. Both
 // sums take each token's value, one as 0: no branch to mispredict. (In the
 // minibatch's closure the compiler reloaded every slice on every token.)
-func sumAdvantages(acc []float64, paramOf, entries []int32, adv []float64, d float64) {
+func sumAdvantages(acc []float64, paramOf, entries []int32, adv []float64, scale, d float64) {
 	adv = adv[:len(entries)]
 	for t, e := range entries {
 		k := int(paramOf[e])
 		if k < 0 {
 			continue
 		}
-		a, sums := adv[t]/d, acc[3*k:3*k+3:3*k+3]
+		a, sums := adv[t]*scale/d, acc[3*k:3*k+3:3*k+3]
 		sums[0] += max(a, 0)
 		sums[1] += min(a, 0)
 		sums[2]++
@@ -190,7 +191,7 @@ type minibatch struct{ pos, neg, share []float64 }
 // and entropy shares are the minibatch's tokens per state over its token
 // count (ppo's exact KL), or for the group-relative trainers' k3 estimate
 // the sum of 1/divisor over the item's tokens.
-func (b *bigram) minibatches(batch *eval.Batch, adv []float64, div *lossDivs, states []int32) ([]minibatch, []float64) {
+func (b *bigram) minibatches(batch *eval.Batch, adv *advantages, div *lossDivs, states []int32) ([]minibatch, []float64) {
 	p := b.model.NumParams()
 	m := b.t.cfg.Minibatches
 	out := make([]minibatch, m)
@@ -216,7 +217,7 @@ func (b *bigram) minibatches(batch *eval.Batch, adv []float64, div *lossDivs, st
 			clear(acc)
 			for i := j; i < len(batch.Targets); i += m { // minibatchOf(i, m) == j
 				d, t0, t1 := div.rollout[i], batch.Starts[i], batch.Starts[i+1]
-				sumAdvantages(acc, b.paramOf, batch.Entries[t0:t1], adv[t0:t1], d)
+				sumAdvantages(acc, b.paramOf, batch.Entries[t0:t1], adv.v[t0:t1], adv.scale, d)
 				if b.share.node == nil && !k3 {
 					continue
 				}

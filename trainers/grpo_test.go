@@ -199,7 +199,7 @@ func TestGroupOfTheBatchIsREINFORCE(t *testing.T) {
 		}
 		states, _ := b.States(g)
 		before := append([]float64(nil), modelOf(rt).Logits()...)
-		if _, err := rt.sampled().update(b, states, perToken(adv, lens), div); err != nil {
+		if _, err := rt.sampled().update(b, states, &advantages{v: perToken(adv, lens), scale: 1}, div); err != nil {
 			t.Fatal(err)
 		}
 		if err := gt.Step(ctx); err != nil {

@@ -170,7 +170,7 @@ type sampledUpdater interface {
 	// advantages adv, rollout i's terms of the loss divided by
 	// div.rollout[i] (lossDivisors), and returns the ratio statistics
 	// after them.
-	update(b *eval.AgentBatch, states []int32, adv []float64, div *lossDivs) (ratioStats, error)
+	update(b *eval.AgentBatch, states []int32, adv *advantages, div *lossDivs) (ratioStats, error)
 	// entropy is the policy's entropy (nats) at the batch's tokens in
 	// trained rows, averaged over them (BatchStats.Entropy), for the
 	// policy that sampled the batch.

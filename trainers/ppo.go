@@ -172,15 +172,30 @@ func negEntropy(logp, w *G.Node) (*G.Node, error) {
 // (a group of the target baselines holds one target's tokens), each in
 // rollout order, so the result does not depend on the number of cores.
 func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, targets []int, w int, beta float64, baseline string, fork []bool, normalize bool, dst []float64) []float64 {
+	adv, s := tokenAdvantagesScale(lens, hit, states, nStates, targets, w, beta, baseline, fork, nil, normalize, dst)
+	if s != 1 {
+		scaleAll(adv, s)
+	}
+	return adv
+}
+
+// tokenAdvantagesScale is tokenAdvantages with the normalisation's scale
+// returned instead of applied where it can be: token t's advantage is
+// adv[t] * scale, computed where it is read, as tokenAdvantages's
+// adv[t] *= scale computes it, bit for bit (a pass over a paper-size
+// batch's tokens for the scale alone was a thirtieth of a bigram PPO
+// step). forkAt, when not nil, lists rollout r's fork-incoming tokens
+// (eval.Marked.At), which fork marks; nil: targetAdvantages finds them.
+func tokenAdvantagesScale(lens []int, hit []bool, states []int32, nStates int, targets []int, w int, beta float64, baseline string, fork []bool, forkAt func(r int) []int32, normalize bool, dst []float64) ([]float64, float64) {
 	if baseline == "state-target" || baseline == "fork" {
 		if baseline != "fork" {
-			fork = nil
+			fork, forkAt = nil, nil
 		}
-		return targetAdvantages(lens, hit, states, nStates, targets, w, beta, fork, normalize, dst)
+		return targetAdvantages(lens, hit, states, nStates, targets, w, beta, fork, forkAt, normalize, dst)
 	}
 	adv := returnsToGoInto(dst, lens, hit, beta)
 	if len(adv) == 0 {
-		return adv
+		return adv, 1
 	}
 	if baseline == "state" {
 		sum, count := make([]float64, nStates), make([]float64, nStates)
@@ -207,10 +222,10 @@ func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, target
 	if normalize {
 		scale(adv)
 	}
-	return adv
+	return adv, 1
 }
 
-// targetAdvantages is tokenAdvantages for the baselines "state-target"
+// targetAdvantages is tokenAdvantagesScale for the baselines "state-target"
 // and, with fork set, "fork".
 //
 // The fork baseline bootstraps the returns to go at the fork. Every visit
@@ -244,11 +259,11 @@ func tokenAdvantages(lens []int, hit []bool, states []int32, nStates int, target
 // Every value is computed by the same operations in the same order as in
 // those steps, so the result is theirs bit for bit
 // (TestTargetAdvantagesMatchSteps).
-func targetAdvantages(lens []int, hit []bool, states []int32, nStates int, targets []int, w int, beta float64, fork []bool, normalize bool, dst []float64) []float64 {
+func targetAdvantages(lens []int, hit []bool, states []int32, nStates int, targets []int, w int, beta float64, fork []bool, forkAt func(r int) []int32, normalize bool, dst []float64) ([]float64, float64) {
 	starts, n := rolloutStarts(lens)
 	adv := kernels.Grow(dst, n)
 	if n == 0 {
-		return adv
+		return adv, 1
 	}
 	byTarget := rolloutsByTarget(targets, w)
 	reward := func(r int) float64 {
@@ -257,46 +272,53 @@ func targetAdvantages(lens []int, hit []bool, states []int32, nStates int, targe
 		}
 		return 0
 	}
-	vf := make([]float64, w) // NaN: no fork-incoming token, or no fork baseline
-	kernels.ParallelFor(w, 1, func(lo, hi int) {
-		for x := lo; x < hi; x++ {
-			vf[x] = math.NaN()
-			if fork == nil {
+	vf := make([]float64, w)              // NaN: no fork-incoming token, or no fork baseline
+	kernels.ParallelEach(w, func(x int) { // targets of unequal tokens: each core takes the next
+		vf[x] = math.NaN()
+		if fork == nil {
+			return
+		}
+		sum, count := 0.0, 0.0
+		for _, r := range byTarget[x] {
+			h, l := reward(r), lens[r]
+			if forkAt != nil {
+				for _, t := range forkAt(r) {
+					sum += h - beta*float64(l-int(t))
+					count++
+				}
 				continue
 			}
-			sum, count := 0.0, 0.0
-			for _, r := range byTarget[x] {
-				h, l := reward(r), lens[r]
-				for t, s := range states[starts[r] : starts[r]+l] {
-					if fork[s] {
-						sum += h - beta*float64(l-t)
-						count++
-					}
+			for t, s := range states[starts[r] : starts[r]+l] {
+				if fork[s] {
+					sum += h - beta*float64(l-t)
+					count++
 				}
 			}
-			vf[x] = sum / count
 		}
+		vf[x] = sum / count
 	})
 	// means holds each target's (state sum, count) pairs, then the means
 	// in the sums' places.
 	means := make([]float64, 2*w*nStates)
-	kernels.ParallelFor(w, 1, func(lo, hi int) {
-		for x := lo; x < hi; x++ {
-			sc, v := means[2*x*nStates:2*(x+1)*nStates], vf[x]
-			for _, r := range byTarget[x] {
-				h, l := reward(r), lens[r]
-				g, st := adv[starts[r]:starts[r]+l], states[starts[r]:starts[r]+l]
+	kernels.ParallelEach(w, func(x int) {
+		sc, v := means[2*x*nStates:2*(x+1)*nStates], vf[x]
+		for _, r := range byTarget[x] {
+			h, l := reward(r), lens[r]
+			g, st := adv[starts[r]:starts[r]+l], states[starts[r]:starts[r]+l]
+			if forkAt != nil {
+				rolloutReturnsAt(g, forkAt(r), h, beta, v)
+			} else {
 				rolloutReturns(g, st, fork, h, beta, v)
-				for t, s := range st[:len(g)] {
-					sums := sc[2*s : 2*s+2 : 2*s+2]
-					sums[0] += g[t]
-					sums[1]++
-				}
 			}
-			for s := 0; s < nStates; s++ {
-				if c := sc[2*s+1]; c > 0 {
-					sc[2*s] /= c // the group's mean
-				}
+			for t, s := range st[:len(g)] {
+				sums := sc[2*s : 2*s+2 : 2*s+2]
+				sums[0] += g[t]
+				sums[1]++
+			}
+		}
+		for s := 0; s < nStates; s++ {
+			if c := sc[2*s+1]; c > 0 {
+				sc[2*s] /= c // the group's mean
 			}
 		}
 	})
@@ -315,10 +337,10 @@ func targetAdvantages(lens []int, hit []bool, states []int32, nStates int, targe
 		}
 		return kernels.SumSquares(adv[k0:k1])
 	})
-	if normalize {
-		scaleBy(adv, sq)
+	if !normalize {
+		return adv, 1
 	}
-	return adv
+	return adv, scaleOf(adv, sq)
 }
 
 // tokenBlock is the number of tokens a parallel pass gives one goroutine
@@ -437,6 +459,31 @@ func rolloutReturns(g []float64, st []int32, fork []bool, h, beta, v float64) {
 	}
 }
 
+// rolloutReturnsAt is rolloutReturns given the positions of the
+// rollout's fork-incoming tokens, in order (at), instead of its states:
+// the same returns, bit for bit.
+func rolloutReturnsAt(g []float64, at []int32, h, beta, v float64) {
+	l := len(g)
+	if math.IsNaN(v) {
+		for t := range g {
+			g[t] = h - beta*float64(l-t)
+		}
+		return
+	}
+	next, j := math.NaN(), len(at)-1 // the return at the next fork-incoming token; the last one not passed
+	for t := l - 1; t >= 0; t-- {
+		g[t] = h - beta*float64(l-t)
+		if j >= 0 && int(at[j]) == t {
+			next = g[t]
+			j--
+			continue
+		}
+		if !math.IsNaN(next) {
+			g[t] += v - next
+		}
+	}
+}
+
 // scale divides advantages by their root mean square. Advantages whose
 // root mean square is below 1e-9 are rounding noise, not signal (every
 // rollout of a deterministic policy that hits gets the same return, and
@@ -449,16 +496,28 @@ func scale(adv []float64) {
 }
 
 // scaleBy is scale given the advantages' sum of squares sq.
-func scaleBy(adv []float64, sq float64) {
+func scaleBy(adv []float64, sq float64) { scaleAll(adv, scaleOf(adv, sq)) }
+
+// scaleOf is the factor scale multiplies the advantages by, given their
+// sum of squares sq: 1 / their root mean square, or, when that is below
+// 1e-9, 1 after setting them to 0.
+func scaleOf(adv []float64, sq float64) float64 {
 	std := math.Sqrt(sq / float64(max(len(adv), 1)))
 	if std <= 1e-9 {
 		clear(adv)
+		return 1
+	}
+	return 1 / std
+}
+
+// scaleAll multiplies the advantages by s, on every core.
+func scaleAll(adv []float64, s float64) {
+	if s == 1 {
 		return
 	}
-	inv := 1 / std
 	kernels.ParallelFor(len(adv), tokenBlock, func(lo, hi int) {
 		for k := lo; k < hi; k++ {
-			adv[k] *= inv
+			adv[k] *= s
 		}
 	})
 }

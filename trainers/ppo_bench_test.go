@@ -11,7 +11,7 @@ import (
 // ppoBenchBatch is the bigram PPO benchmarks' batch: 128 rollouts of the
 // initial policy at the paper's size (about 5.8M tokens) with the PPO
 // defaults, its states, advantages and divisors, and its trainer.
-func ppoBenchBatch(b *testing.B) (*Trainer, *eval.AgentBatch, []int32, []float64, *lossDivs) {
+func ppoBenchBatch(b *testing.B) (*Trainer, *eval.AgentBatch, []int32, *advantages, *lossDivs) {
 	cfg := Defaults(PPO, BigramModel)
 	cfg.Rollouts = 128
 	tr, err := New(cfg, graph(b, tasks.DefaultConfig()), Setup{})
@@ -46,9 +46,10 @@ func BenchmarkPPOAdvantages(b *testing.B) {
 	for i := range lens {
 		lens[i] = ab.Len(i)
 	}
+	forkAt := func(r int) []int32 { return tr.smp.forkAt.At(&ab.Batch, r) } // as the step lists them
 	var dst []float64
 	for b.Loop() {
-		dst = tokenAdvantages(lens, ab.Hit, states, g.NumStates(), ab.Targets, g.W(), cfg.Beta, cfg.Baseline, tr.smp.fork, cfg.NormalizeAdvantages, dst)
+		dst, _ = tokenAdvantagesScale(lens, ab.Hit, states, g.NumStates(), ab.Targets, g.W(), cfg.Beta, cfg.Baseline, tr.smp.fork, forkAt, cfg.NormalizeAdvantages, dst)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*ab.Tokens()), "ns/token")
 }

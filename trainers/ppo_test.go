@@ -412,6 +412,17 @@ func TestTargetAdvantagesMatchSteps(t *testing.T) {
 		}
 		total += l
 	}
+	// The fork-incoming tokens of each rollout, as a step lists them
+	// (eval.Batch.StatesMarkedInto).
+	starts, _ := rolloutStarts(lens)
+	at := make([][]int32, len(lens))
+	for r, l := range lens {
+		for t, s := range states[starts[r] : starts[r]+l] {
+			if fork[s] {
+				at[r] = append(at[r], int32(t))
+			}
+		}
+	}
 	var dst []float64
 	for _, tc := range []struct {
 		name      string
@@ -426,6 +437,15 @@ func TestTargetAdvantagesMatchSteps(t *testing.T) {
 		for k := range want {
 			if math.Float64bits(dst[k]) != math.Float64bits(want[k]) {
 				t.Fatalf("%s normalize=%v: token %d: %v, want %v (bit for bit)", tc.name, tc.normalize, k, dst[k], want[k])
+			}
+		}
+		// A step's path: the listed fork-incoming tokens, and the scale
+		// applied where each advantage is read (advantages.at).
+		v, scale := tokenAdvantagesScale(lens, hit, states, nStates, targets, w, 0.001, tc.name, fork, func(r int) []int32 { return at[r] }, tc.normalize, nil)
+		a := &advantages{v: v, scale: scale}
+		for k := range want {
+			if got := a.at(k); math.Float64bits(got) != math.Float64bits(want[k]) {
+				t.Fatalf("%s normalize=%v, listed fork tokens, scale where read: token %d: %v, want %v (bit for bit)", tc.name, tc.normalize, k, got, want[k])
 			}
 		}
 	}

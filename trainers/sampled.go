@@ -39,7 +39,9 @@ type sampled struct {
 	// Per-token memory reused from step to step (a paper-size batch holds
 	// millions of tokens).
 	states, last []int32
+	forkAt       eval.Marked // the fork-incoming tokens (fork baseline)
 	adv          []float64
+	advs         advantages // the latest batch's: adv and its scale
 	div          lossDivs
 
 	// entropy computes batch.Entropy of the latest batch when a row or a
@@ -131,14 +133,18 @@ func (t *Trainer) sampledStep(ctx context.Context) error {
 // Monte Carlo estimate), records it, and returns it with each token's
 // state, its advantage from the configured baseline (or the
 // group-relative advantages, grpo.go) and its loss divisor.
-func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, []float64, *lossDivs, error) {
+func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, *advantages, *lossDivs, error) {
 	s, cfg := t.smp, t.cfg
 	b, horizon, err := t.drawBatch(ctx)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
 	lens := s.record(&b.Batch, horizon, cfg.Beta)
-	s.states, s.last = b.StatesInto(t.g, s.states, s.last)
+	if s.fork != nil {
+		s.states, s.last = b.StatesMarkedInto(t.g, s.states, s.last, s.fork, &s.forkAt)
+	} else {
+		s.states, s.last = b.StatesInto(t.g, s.states, s.last)
+	}
 	states, last := s.states, s.last
 	_, m := cfg.Trainer.epochs(cfg)
 	agg := cfg.LossAgg // the group-relative trainers' choice; the others' is per token
@@ -148,6 +154,7 @@ func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, 
 	s.div.lossDivisors(agg, lens, m, horizon)
 	div := &s.div
 	var adv []float64
+	scale := 1.0
 	switch {
 	case cfg.Trainer.Grouped():
 		a, flat := groupAdvantages(cfg.Trainer, sequenceRewards(lens, b.Hit, cfg.Beta), cfg.GroupSize)
@@ -159,11 +166,35 @@ func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, 
 			normalize(adv)
 		}
 	default:
-		s.adv = tokenAdvantages(lens, b.Hit, states, t.g.NumStates(), b.Targets, t.g.W(), cfg.Beta, cfg.Baseline, s.fork, cfg.NormalizeAdvantages, s.adv)
+		var forkAt func(r int) []int32
+		if s.fork != nil {
+			forkAt = func(r int) []int32 { return s.forkAt.At(&b.Batch, r) }
+		}
+		s.adv, scale = tokenAdvantagesScale(lens, b.Hit, states, t.g.NumStates(), b.Targets, t.g.W(), cfg.Beta, cfg.Baseline, s.fork, forkAt, cfg.NormalizeAdvantages, s.adv)
 		adv = s.adv
 	}
 	s.entropy = t.sampled().entropy(b, states)
-	return b, states, adv, div, nil
+	s.advs = advantages{v: adv, scale: scale}
+	return b, states, &s.advs, div, nil
+}
+
+// advantages are a batch's per-token advantages: token t's is v[t] *
+// scale, the normalisation's scale (tokenAdvantagesScale; 1 when there is
+// none) applied where they are read.
+type advantages struct {
+	v     []float64
+	scale float64
+}
+
+// at is token t's advantage.
+func (a *advantages) at(t int) float64 { return a.v[t] * a.scale }
+
+// scaled applies the scale to v in place and returns v, for learners that
+// read each token's advantage many times.
+func (a *advantages) scaled() []float64 {
+	scaleAll(a.v, a.scale)
+	a.scale = 1
+	return a.v
 }
 
 // drawBatch samples the current step's rollouts: Rollouts of the current

@@ -125,7 +125,7 @@ func TestStockMatchesFusedStep(t *testing.T) {
 				}
 				scale := 0.0 // PPO's loss at ratio 1 is sum_t A_t / n, about 0: its terms' size
 				for i, d := range div.perToken() {
-					scale += math.Abs(adv[i]) / d
+					scale += math.Abs(adv.at(i)) / d
 				}
 				checkPass(t, "table pass", lf.table, ls.table, names[len(names)-1:], scale)
 				checkPass(t, "windows pass", lf.windows, ls.windows, names[:len(names)-1], scale)

@@ -17,8 +17,8 @@ import (
 // minibatches, each minibatch through both passes (newPasses): the table
 // pass on every one of its sampled tokens at trained states, then the
 // windows pass on its windows (a subsample to the trained-token budget).
-func (l *transformer) update(ab *eval.AgentBatch, states []int32, adv []float64, d *lossDivs) (ratioStats, error) {
-	div := d.perToken()
+func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages, d *lossDivs) (ratioStats, error) {
+	adv, div := a.scaled(), d.perToken() // the passes read each token's advantage once an epoch
 	cfg := l.t.cfg
 	seqs, buf, err := l.sequencesInto(&ab.Batch, l.seqs, l.seqBuf)
 	l.seqs, l.seqBuf = seqs, buf
