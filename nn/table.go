@@ -102,15 +102,20 @@ func (tb *TableBatch) Shape() (capacity, r int) { return tb.lay.Capacity(), tb.l
 // set on several goroutines must differ.
 func (tb *TableBatch) Set(t, first, count, k int) []float64 { return tb.lay.Set(t, first, count, k) }
 
-// SetLen ends a fill of n tokens (set by Set) and checks it; the tokens
-// from n on have no unmasked slot and must be weighted 0.
+// SetLen ends a fill of n tokens (set by Set); the tokens from n on have
+// no unmasked slot and must be weighted 0. The fill is checked (every
+// slot count in [1, R], the taken slot among them, every entry in the
+// table): here with Stock ops, and with Fused ops by the op that reads it,
+// block by block on every core, when the graph runs.
 func (tb *TableBatch) SetLen(n int) error {
 	if n < 0 || n > tb.lay.Capacity() {
 		return fmt.Errorf("nn: table batch: %d tokens: want 0 to %d", n, tb.lay.Capacity())
 	}
 	tb.lay.SetLen(n)
-	if err := tb.lay.Check(tb.p); err != nil {
-		return fmt.Errorf("nn: table batch: %w", err)
+	if tb.ops == Stock {
+		if err := tb.lay.Check(tb.p); err != nil {
+			return fmt.Errorf("nn: table batch: %w", err)
+		}
 	}
 	if err := letInts(tb.takenIdx, tb.lay.Taken()); err != nil {
 		return fmt.Errorf("nn: table batch: %w", err)

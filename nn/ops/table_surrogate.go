@@ -69,6 +69,7 @@ type tableSurrogate struct {
 	ratio  []float64 // (Capacity) each token's ratio (its taken log-probability until the ratios are taken)
 	blocks []float64 // ClippedSurrogate's per-block sums
 	fwd    []float64 // each goroutine's packed exponentials and sums (TableLogSoftmax's)
+	errs   []error   // each clipped block's layout check
 	runs   uint64    // forwards done
 	acc    []float64 // backward: one table-sized accumulator per table block
 }
@@ -115,9 +116,6 @@ func (op *tableSurrogate) Do(vals ...G.Value) (G.Value, error) {
 		}
 	}
 	old, pos, neg := in[0], in[1], in[2]
-	if err := l.Check(op.p); err != nil {
-		return nil, fmt.Errorf("ops: table clipped surrogate: %w", err)
-	}
 	op.pi, op.ratio = kernels.Grow(op.pi, n*r), kernels.Grow(op.ratio, n)
 	op.blocks = kernels.Grow(op.blocks, (n+clippedBlock-1)/clippedBlock)
 	empty := -math.Log(float64(r)) // TableLogSoftmax's value on a token with no unmasked slot
@@ -126,6 +124,7 @@ func (op *tableSurrogate) Do(vals ...G.Value) (G.Value, error) {
 	parts := runtime.GOMAXPROCS(0)
 	op.fwd = kernels.Grow(op.fwd, parts*size)
 	var part atomic.Int64 // each call of ParallelFor claims its own scratch (see TableLogSoftmax)
+	op.errs = kernels.Grow(op.errs, len(op.blocks))
 	kernels.ParallelFor(len(op.blocks), 1, func(b0, b1 int) {
 		var s []float64
 		if i := int(part.Add(1) - 1); i < parts {
@@ -136,14 +135,21 @@ func (op *tableSurrogate) Do(vals ...G.Value) (G.Value, error) {
 		packed, sums := s[:tableBlock*r+3], s[tableBlock*r+3:]
 		for b := b0; b < b1; b++ {
 			i0, i1 := b*clippedBlock, min(n, (b+1)*clippedBlock)
+			op.errs[b] = nil
 			for s0 := i0; s0 < i1; s0 += tableBlock {
 				s1 := min(i1, s0+tableBlock)
 				m := max(s0, min(s1, l.n)) // tokens [s0, m) are filled, [m, s1) empty
+				if op.errs[b] = l.checkRange(op.p, s0, m); op.errs[b] != nil {
+					break
+				}
 				tableBlockTaken(op.ratio[s0:m], op.pi[s0*r:m*r], table, l.first[s0:m], l.cnt[s0:m], l.taken[s0:m], l.offsets[s0*r:m*r], s0, r, packed, sums)
 				for t := m; t < s1; t++ {
 					op.ratio[t] = empty
 					clear(op.pi[t*r : (t+1)*r])
 				}
+			}
+			if op.errs[b] != nil {
+				continue
 			}
 			// ClippedSurrogate's block, as its Do computes it.
 			x := op.ratio[i0:i1]
@@ -158,6 +164,9 @@ func (op *tableSurrogate) Do(vals ...G.Value) (G.Value, error) {
 			op.blocks[b] = sum
 		}
 	})
+	if err := firstError(op.errs); err != nil {
+		return nil, fmt.Errorf("ops: table clipped surrogate: %w", err)
+	}
 	sum := 0.0
 	for _, s := range op.blocks {
 		sum += s
@@ -186,33 +195,8 @@ func tableBlockTaken(taken, pi, table []float64, first, cnt, slot []int, offsets
 		taken[t] = z[slot[t]-(t0+t)*r]
 		at += c
 	}
-	n4 := (at + 3) &^ 3
-	clear(packed[at:n4])
-	kernels.Exps(packed[:n4], packed[:n4], 0)
-	sums = sums[:len(first)]
-	at = 0
-	for t, c := range cnt {
-		sum := 0.0
-		for _, v := range packed[at : at+c] {
-			sum += v
-		}
-		sums[t] = sum
-		at += c
-	}
-	at = 0
-	for t, c := range cnt {
-		p := pi[t*r : (t+1)*r]
-		inv := 1 / sums[t]
-		for j := range c {
-			p[j] = packed[at+j] * inv
-		}
-		for j := c; j < r; j++ {
-			p[j] = 0
-		}
-		at += c
-	}
-	for t, v := range sums {
-		taken[t] -= math.Log(v)
+	for t, lse := range blockLogSums(pi, cnt, r, packed, at, sums) {
+		taken[t] -= lse
 	}
 }
 

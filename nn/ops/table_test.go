@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -196,6 +197,49 @@ func TestTableLayoutErrors(t *testing.T) {
 		if err := lay.Check(5); err == nil {
 			t.Errorf("%s: got no error", tc.name)
 		}
+	}
+}
+
+// TestTableOpsCheckFill: the ops check a fill block by block where they
+// compute it, on every core; a fill with bad tokens in two blocks gets
+// from both ops the error of the serial Check (its first bad token), and
+// a good fill after it runs.
+func TestTableOpsCheckFill(t *testing.T) {
+	const capacity, r, p = 3*clippedBlock + 5, 3, 9
+	rng := rand.New(rand.NewPCG(12, 13))
+	lay := randomTable(rng, capacity, r, capacity, p, 1)
+	good := slices.Clone(lay.first)
+	lay.first[clippedBlock+7] = p    // entries past the table, in the second clipped block
+	lay.first[2*clippedBlock+1] = -1 // and in the third
+	want := lay.Check(p)
+	if want == nil {
+		t.Fatal("the bad fill checks: the test checks nothing")
+	}
+	table := randomVector(rng, p, 1)
+	zeros := make([]float64, capacity)
+	k := &tableKernel{lay: lay, p: p}
+	op := &tableSurrogate{lay: lay, p: p, eps: 0.2}
+	value := func(d []float64) G.Value { return tensor.New(tensor.WithShape(len(d)), tensor.WithBacking(d)) }
+	for _, procs := range []int{1, 2, 4} {
+		func() {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			copy(lay.first, good)
+			lay.first[clippedBlock+7], lay.first[2*clippedBlock+1] = p, -1
+			out := make([]float64, capacity*r)
+			if err := k.forward(out, [][]float64{table}); err == nil || err.Error() != want.Error() {
+				t.Errorf("%d goroutines: TableLogSoftmax: got %v, want %v", procs, err, want)
+			}
+			if _, err := op.Do(value(table), value(zeros), value(zeros), value(zeros)); err == nil || !strings.HasSuffix(err.Error(), want.Error()) {
+				t.Errorf("%d goroutines: TableClippedSurrogate: got %v, want ... %v", procs, err, want)
+			}
+			copy(lay.first, good)
+			if err := k.forward(out, [][]float64{table}); err != nil {
+				t.Errorf("%d goroutines: TableLogSoftmax on the good fill: %v", procs, err)
+			}
+			if _, err := op.Do(value(table), value(zeros), value(zeros), value(zeros)); err != nil {
+				t.Errorf("%d goroutines: TableClippedSurrogate on the good fill: %v", procs, err)
+			}
+		}()
 	}
 }
 
