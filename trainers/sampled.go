@@ -46,7 +46,11 @@ type sampled struct {
 
 	// entropy computes batch.Entropy of the latest batch when a row or a
 	// checkpoint needs it (resolveEntropy), not every step: for the bigram
-	// it is a pass over the batch's tokens, 4% of a paper-size PPO step.
+	// it is a pass over the batch's tokens, 4% of a paper-size PPO step,
+	// and as much for the transformer. It reads the batch's buffers: a
+	// learner that samples into them outside a step (the transformer's
+	// periodic estimate) resolves it first; the next step's batch drops it
+	// unresolved (its row was written, or not, before that step).
 	entropy func() float64
 }
 
@@ -135,6 +139,7 @@ func (t *Trainer) sampledStep(ctx context.Context) error {
 // group-relative advantages, grpo.go) and its loss divisor.
 func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, *advantages, *lossDivs, error) {
 	s, cfg := t.smp, t.cfg
+	s.entropy = nil // the previous batch's: no row or checkpoint wants it now
 	b, horizon, err := t.drawBatch(ctx)
 	if err != nil {
 		return nil, nil, nil, nil, err

@@ -59,6 +59,7 @@ func (l *transformer) rollouts(ctx context.Context, n, horizon int, seed uint64,
 		return l.drawn.batch, nil
 	}
 	l.drawn = drawKey{}
+	l.t.smp.resolveEntropy(nil) // the latest batch's entropy reads the buffers this overwrites
 	agents := l.newAgent()
 	if l.table != nil {
 		agents = l.newRowAgent()

@@ -123,10 +123,11 @@ func (l *transformer) budget(wins []window, m, epoch, mb int) []window {
 // entropy averages, over the batch's tokens in trained rows, the entropy
 // of the row each was drawn from when the agents reported their rows (the
 // table initialisation), and otherwise -log pi of the token drawn, whose
-// mean is the same quantity estimated from the samples.
+// mean is the same quantity estimated from the samples. It reads the
+// batch's rows, the sampler's buffers, when it is called: rollouts
+// resolves it before it samples into them again.
 func (l *transformer) entropy(ab *eval.AgentBatch, states []int32) func() float64 {
-	h := l.batchEntropy(ab, states) // the rows are the sampler's buffers: taken now
-	return func() float64 { return h }
+	return func() float64 { return l.batchEntropy(ab, states) }
 }
 
 // batchEntropy is entropy's value, summed over fixed blocks of
