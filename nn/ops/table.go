@@ -286,29 +286,43 @@ func blockLogSums(pi []float64, cnt []int, r int, packed []float64, at int, sums
 }
 
 func (k *tableKernel) backward(grads [][]float64, _ [][]float64, g []float64) error {
-	l, grad, r := k.lay, grads[0], k.lay.r
-	clear(grad)
-	blocks := (l.n + tableBlock - 1) / tableBlock
-	k.scratch = kernels.Grow(k.scratch, blocks*k.p)
-	kernels.ParallelFor(blocks, 1, func(lo, hi int) {
-		for bk := lo; bk < hi; bk++ {
-			acc := k.scratch[bk*k.p : (bk+1)*k.p]
-			clear(acc)
-			for t := bk * tableBlock; t < min(l.n, (bk+1)*tableBlock); t++ {
-				gr, pi := g[t*r:(t+1)*r], k.pi[t*r:(t+1)*r]
-				sum := 0.0
-				for _, v := range gr {
-					sum += v
-				}
-				a := acc[l.first[t] : l.first[t]+l.cnt[t]]
-				for j := range a {
-					a[j] += gr[j] - pi[j]*sum
-				}
+	l, r := k.lay, k.lay.r
+	k.scratch = blockGradient(grads[0], k.scratch, l.n, func(acc []float64, t0, t1 int) {
+		for t := t0; t < t1; t++ {
+			gr, pi := g[t*r:(t+1)*r], k.pi[t*r:(t+1)*r]
+			sum := 0.0
+			for _, v := range gr {
+				sum += v
+			}
+			a := acc[l.first[t] : l.first[t]+l.cnt[t]]
+			for j := range a {
+				a[j] += gr[j] - pi[j]*sum
 			}
 		}
 	})
-	for bk := range blocks {
-		kernels.AddTo(grad, k.scratch[bk*k.p:(bk+1)*k.p])
-	}
 	return nil
+}
+
+// blockGradient writes into grad (the table's gradient) the sum over the
+// fill's n tokens that add, for each fixed block of tableBlock tokens,
+// into an accumulator of its own (scratch, grown and returned, holds one
+// a block): add(acc, t0, t1) for the block's tokens [t0, t1), the blocks
+// on every core, then their accumulators added in block order, so the
+// result does not depend on the number of cores.
+func blockGradient(grad, scratch []float64, n int, add func(acc []float64, t0, t1 int)) []float64 {
+	p := len(grad)
+	blocks := (n + tableBlock - 1) / tableBlock
+	scratch = kernels.Grow(scratch, blocks*p)
+	kernels.ParallelFor(blocks, 1, func(lo, hi int) {
+		for bk := lo; bk < hi; bk++ {
+			acc := scratch[bk*p : (bk+1)*p]
+			clear(acc)
+			add(acc, bk*tableBlock, min(n, (bk+1)*tableBlock))
+		}
+	})
+	clear(grad)
+	for bk := range blocks {
+		kernels.AddTo(grad, scratch[bk*p:(bk+1)*p])
+	}
+	return scratch
 }

@@ -286,37 +286,27 @@ func (op *tableSurrogateDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value) (
 	}
 	out, grad := outputVector(prealloc, f.p)
 	hi, lo := 1+f.eps, 1-f.eps
-	blocks := (l.n + tableBlock - 1) / tableBlock
-	f.acc = kernels.Grow(f.acc, blocks*f.p)
-	kernels.ParallelFor(blocks, 1, func(b0, b1 int) {
-		for bk := b0; bk < b1; bk++ {
-			acc := f.acc[bk*f.p : (bk+1)*f.p]
-			clear(acc)
-			for t := bk * tableBlock; t < min(l.n, (bk+1)*tableBlock); t++ {
-				x, d := f.ratio[t], 0.0
-				if x <= hi {
-					d += pos[t]
+	f.acc = blockGradient(grad, f.acc, l.n, func(acc []float64, t0, t1 int) {
+		for t := t0; t < t1; t++ {
+			x, d := f.ratio[t], 0.0
+			if x <= hi {
+				d += pos[t]
+			}
+			if x >= lo {
+				d += neg[t]
+			}
+			v := 0 + g*x*d
+			k, pi := l.taken[t]-t*r, f.pi[t*r:(t+1)*r]
+			a := acc[l.first[t] : l.first[t]+l.cnt[t]]
+			for j := range a {
+				gj := 0.0
+				if j == k {
+					gj = v
 				}
-				if x >= lo {
-					d += neg[t]
-				}
-				v := 0 + g*x*d
-				k, pi := l.taken[t]-t*r, f.pi[t*r:(t+1)*r]
-				a := acc[l.first[t] : l.first[t]+l.cnt[t]]
-				for j := range a {
-					gj := 0.0
-					if j == k {
-						gj = v
-					}
-					a[j] += gj - pi[j]*v
-				}
+				a[j] += gj - pi[j]*v
 			}
 		}
 	})
-	clear(grad)
-	for bk := range blocks {
-		kernels.AddTo(grad, f.acc[bk*f.p:(bk+1)*f.p])
-	}
 	return out, nil
 }
 
