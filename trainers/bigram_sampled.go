@@ -161,11 +161,10 @@ func tokenMean(h []float64, states []int32) float64 {
 }
 
 // sumAdvantages adds a rollout's tokens (their CSR entries, advantages
-// before their scale (advantages), and loss divisor d) to acc, which
-// holds each parameter's sums side by side: acc[3k] the positive
-// advantages over d, acc[3k+1] the negative
-// ones, acc[3k+2] the tokens (one cache line a token where three arrays
-// took three). A token whose entry is not a parameter is skipped. Both
+// before their scale, and loss divisor d) to acc, which holds each
+// parameter's sums side by side: acc[3k] the positive advantages (times
+// scale) over d, acc[3k+1] the negative ones, acc[3k+2] the tokens (one
+// cache line a token where three arrays took three). A token whose entry is not a parameter is skipped. Both
 // sums take each token's value, one as 0: no branch to mispredict. (In the
 // minibatch's closure the compiler reloaded every slice on every token.)
 func sumAdvantages(acc []float64, paramOf, entries []int32, adv []float64, scale, d float64) {

@@ -40,8 +40,7 @@ type sampled struct {
 	// millions of tokens).
 	states, last []int32
 	forkAt       eval.Marked // the fork-incoming tokens (fork baseline)
-	adv          []float64
-	advs         advantages // the latest batch's: adv and its scale
+	adv          advantages  // the latest batch's (the token baselines' memory)
 	div          lossDivs
 
 	// entropy computes batch.Entropy of the latest batch when a row or a
@@ -175,12 +174,11 @@ func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, 
 		if s.fork != nil {
 			forkAt = func(r int) []int32 { return s.forkAt.At(&b.Batch, r) }
 		}
-		s.adv, scale = tokenAdvantagesScale(lens, b.Hit, states, t.g.NumStates(), b.Targets, t.g.W(), cfg.Beta, cfg.Baseline, s.fork, forkAt, cfg.NormalizeAdvantages, s.adv)
-		adv = s.adv
+		adv, scale = tokenAdvantagesScale(lens, b.Hit, states, t.g.NumStates(), b.Targets, t.g.W(), cfg.Beta, cfg.Baseline, s.fork, forkAt, cfg.NormalizeAdvantages, s.adv.v)
 	}
 	s.entropy = t.sampled().entropy(b, states)
-	s.advs = advantages{v: adv, scale: scale}
-	return b, states, &s.advs, div, nil
+	s.adv = advantages{v: adv, scale: scale}
+	return b, states, &s.adv, div, nil
 }
 
 // advantages are a batch's per-token advantages: token t's is v[t] *
