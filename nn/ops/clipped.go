@@ -101,16 +101,7 @@ func (op *clippedSurrogate) Do(vals ...G.Value) (G.Value, error) {
 	kernels.ParallelFor(len(op.blocks), 1, func(b0, b1 int) {
 		for b := b0; b < b1; b++ {
 			i0, i1 := b*clippedBlock, min(op.n, (b+1)*clippedBlock)
-			r := op.ratio[i0:i1]
-			for i := range r {
-				r[i] = logp[i0+i] - old[i0+i]
-			}
-			kernels.Exps(r, r, 0)
-			s := 0.0
-			for i, x := range r {
-				s += pos[i0+i]*math.Min(x, hi) + neg[i0+i]*math.Max(x, lo)
-			}
-			op.blocks[b] = s
+			op.blocks[b] = clippedBlockSum(op.ratio[i0:i1], logp[i0:i1], old[i0:i1], pos[i0:i1], neg[i0:i1], hi, lo)
 		}
 	})
 	sum := 0.0
@@ -118,6 +109,37 @@ func (op *clippedSurrogate) Do(vals ...G.Value) (G.Value, error) {
 		sum += s
 	}
 	return G.NewF64(sum), nil
+}
+
+// clippedBlockSum writes one block's ratios exp(logp - old) into r (which
+// may be logp) and returns the block's surrogate sum: the forward of
+// ClippedSurrogate and of TableClippedSurrogate, which must agree bit for
+// bit.
+func clippedBlockSum(r, logp, old, pos, neg []float64, hi, lo float64) float64 {
+	old, pos, neg = old[:len(r)], pos[:len(r)], neg[:len(r)]
+	for i := range r {
+		r[i] = logp[i] - old[i]
+	}
+	kernels.Exps(r, r, 0)
+	s := 0.0
+	for i, x := range r {
+		s += pos[i]*math.Min(x, hi) + neg[i]*math.Max(x, lo)
+	}
+	return s
+}
+
+// clippedGrad is the gradient of one item's term with respect to its
+// log-probability, given the output's gradient g and its ratio x: the
+// backward of ClippedSurrogate and of TableClippedSurrogate.
+func clippedGrad(g, x, pos, neg, hi, lo float64) float64 {
+	d := 0.0
+	if x <= hi {
+		d += pos
+	}
+	if x >= lo {
+		d += neg
+	}
+	return g * x * d
 }
 
 func (op *clippedSurrogate) ReturnsPtr() bool     { return false }
@@ -198,14 +220,7 @@ func (op *clippedSurrogateDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value)
 	hi, lo := 1+op.fwd.eps, 1-op.fwd.eps
 	kernels.ParallelFor(n, clippedBlock, func(i0, i1 int) {
 		for i := i0; i < i1; i++ {
-			r, d := op.fwd.ratio[i], 0.0
-			if r <= hi {
-				d += pos[i]
-			}
-			if r >= lo {
-				d += neg[i]
-			}
-			data[i] = g * r * d
+			data[i] = clippedGrad(g, op.fwd.ratio[i], pos[i], neg[i], hi, lo)
 		}
 	})
 	return out, nil

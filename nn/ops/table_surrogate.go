@@ -151,17 +151,8 @@ func (op *tableSurrogate) Do(vals ...G.Value) (G.Value, error) {
 			if op.errs[b] != nil {
 				continue
 			}
-			// ClippedSurrogate's block, as its Do computes it.
-			x := op.ratio[i0:i1]
-			for i := range x {
-				x[i] = x[i] - old[i0+i]
-			}
-			kernels.Exps(x, x, 0)
-			sum := 0.0
-			for i, v := range x {
-				sum += pos[i0+i]*math.Min(v, hi) + neg[i0+i]*math.Max(v, lo)
-			}
-			op.blocks[b] = sum
+			x := op.ratio[i0:i1] // the taken log-probabilities, then the ratios
+			op.blocks[b] = clippedBlockSum(x, x, old[i0:i1], pos[i0:i1], neg[i0:i1], hi, lo)
 		}
 	})
 	if err := firstError(op.errs); err != nil {
@@ -288,14 +279,7 @@ func (op *tableSurrogateDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value) (
 	hi, lo := 1+f.eps, 1-f.eps
 	f.acc = blockGradient(grad, f.acc, l.n, func(acc []float64, t0, t1 int) {
 		for t := t0; t < t1; t++ {
-			x, d := f.ratio[t], 0.0
-			if x <= hi {
-				d += pos[t]
-			}
-			if x >= lo {
-				d += neg[t]
-			}
-			v := 0 + g*x*d
+			v := 0 + clippedGrad(g, f.ratio[t], pos[t], neg[t], hi, lo)
 			k, pi := l.taken[t]-t*r, f.pi[t*r:(t+1)*r]
 			a := acc[l.first[t] : l.first[t]+l.cnt[t]]
 			for j := range a {
