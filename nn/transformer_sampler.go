@@ -28,7 +28,8 @@ import (
 // later updates of the parameters: take a new one after a step.
 type TransformerSnapshot struct {
 	cfg            TransformerConfig
-	d, heads, w    int       // width, heads, record width (3+H) D
+	d, heads, w    int // width, heads, record width (3+H) D
+	hs             kernels.Heads
 	tok            []float64 // (V, W) token records
 	pos            []float64 // (C, W) position records, nil without positions
 	unemb          []float64 // (NNZ, D) output embeddings, row e entry e's next token's
@@ -41,7 +42,7 @@ func (tr *Transformer) Snapshot() *TransformerSnapshot {
 	cfg := tr.cfg
 	v, d, hd, c := cfg.Vocab, cfg.Dim, cfg.Heads, cfg.Context
 	w := (3 + hd) * d
-	sn := &TransformerSnapshot{cfg: cfg, d: d, heads: hd, w: w}
+	sn := &TransformerSnapshot{cfg: cfg, d: d, heads: hd, w: w, hs: kernels.NewHeads(d, hd)}
 	pw := w - d // (D, W-D): [W_Q | W_K | W_V W_O per head]
 	proj := kernels.WeightsAll(make([]float64, d*pw), floatsOf(tr.wq), floatsOf(tr.wk), floatsOf(tr.wv), floatsOf(tr.wo), d, hd)
 	records := func(emb []float64, rows int) []float64 {
@@ -100,6 +101,8 @@ type TransformerSampler struct {
 	prompt  bool      // pkey and pval hold the current sequence's prompt
 	start   int       // absolute position of the first token pushed
 	n       int       // tokens pushed
+	slot    int       // n mod Context: the ring row of the next push
+	ps      int       // (start + n) mod Context: the next push's position residue
 	last    int       // last token pushed
 	weights []float64 // (H, C+1) the last Push's attention weights per head: the prompt's (when there is one), then ring rows 0..
 	attn    []float64 // (C+1) Attention's average over heads, in key order
@@ -122,7 +125,7 @@ func (tr *Transformer) Sampler() *TransformerSampler { return tr.Snapshot().Samp
 
 // Reset empties the sequence: the next Push is at position 0, without a
 // prompt (with Prompt, Push then fails until ResetPrompt or ResetAt).
-func (s *TransformerSampler) Reset() { s.n, s.start, s.prompt = 0, 0, false }
+func (s *TransformerSampler) Reset() { s.n, s.start, s.prompt, s.slot, s.ps = 0, 0, false, 0, 0 }
 
 // ResetPrompt empties the sequence and starts a new one at position 0 with
 // prompt token x (the config must have Prompt).
@@ -136,7 +139,7 @@ func (s *TransformerSampler) ResetAt(start, prompt int) error {
 	if start < 0 {
 		return fmt.Errorf("nn: transformer sampler: start %d: want >= 0", start)
 	}
-	s.n, s.start, s.prompt = 0, start, false
+	s.n, s.start, s.prompt, s.slot, s.ps = 0, start, false, 0, start%s.sn.cfg.Context
 	sn := s.sn
 	if !sn.cfg.Prompt {
 		return nil
@@ -172,10 +175,10 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 		return nil, fmt.Errorf("nn: transformer sampler: transition %d -> %d: not in the support", s.last, x)
 	}
 	d, c, w := sn.d, cfg.Context, sn.w
-	slot := s.n % c
+	slot := s.slot // n mod C and (start + n) mod C are counted, not divided: two divisions were 3% of a push
 	rec, tok := s.ring[slot*w:(slot+1)*w], sn.tok[x*w:(x+1)*w]
 	if sn.pos != nil { // the record of x at its position: token's + position's
-		ps := (s.start + s.n) % c
+		ps := s.ps
 		kernels.AddTwo(rec, tok, sn.pos[ps*w:(ps+1)*w])
 	} else {
 		copy(rec, tok)
@@ -188,7 +191,7 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 	if s.prompt {
 		pk, pv = s.pkey, s.pval
 	}
-	kernels.Attend(h, s.weights, c+1, q, s.ring[2*d:], s.ring[3*d:], w, min(s.n+1, c), sn.heads, pk, pv)
+	kernels.Attend(h, s.weights, c+1, q, s.ring[2*d:], s.ring[3*d:], w, min(s.n+1, c), sn.hs, pk, pv)
 
 	if sn.lnGain != nil {
 		kernels.LayerNorm(h, sn.lnGain, sn.lnBias)
@@ -202,6 +205,12 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 	kernels.LogSoftmax(s.logp, s.prob, s.logp)
 	s.n++
 	s.last = x
+	if s.slot++; s.slot == c {
+		s.slot = 0
+	}
+	if s.ps++; s.ps == c {
+		s.ps = 0
+	}
 	return s.logp, nil
 }
 

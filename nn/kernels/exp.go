@@ -64,15 +64,10 @@ func Exps(dst, src []float64, m float64) {
 	}
 	n4 := 0
 	if haveAVX {
-		n4 = len(src) &^ 3
-		for _, v := range src[:n4] {
-			if x := v - m; !(x > -708 && x < 709) {
-				n4 = 0
-				break
-			}
-		}
-		if n4 > 0 {
-			expsAVX(dst[:n4], src[:n4], m, &expConsts, &expTable[0])
+		// expsAVX checks the range of all (nothing is written when one is
+		// out: dst may be src).
+		if n4 = len(src) &^ 3; n4 > 0 && !expsAVX(dst[:n4], src[:n4], m, &expConsts, &expTable[0], true) {
+			n4 = 0
 		}
 	}
 	for i := n4; i < len(src); i++ {
@@ -84,6 +79,7 @@ func Exps(dst, src []float64, m float64) {
 // -ln2lo / N, the polynomial's 1/120, 1/24, 1/6 and 1/2, then as integers
 // N-1 (the table index mask) and 1023 N - bits(expShift) (added to the
 // bits of k + expShift and shifted right by expBits, it gives the biased
-// exponent of 2^(k div N) for k > -1023 N).
-var expConsts = [10]float64{expN / math.Ln2, expShift, -ln2hi / expN, -ln2lo / expN, 1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2,
-	math.Float64frombits(expN - 1), math.Float64frombits(1023*expN - math.Float64bits(expShift))}
+// exponent of 2^(k div N) for k > -1023 N), and exp's range (-708, 709)
+// for the check.
+var expConsts = [12]float64{expN / math.Ln2, expShift, -ln2hi / expN, -ln2lo / expN, 1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2,
+	math.Float64frombits(expN - 1), math.Float64frombits(1023*expN - math.Float64bits(expShift)), -708, 709}

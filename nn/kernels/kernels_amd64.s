@@ -455,16 +455,50 @@ axpys_done:
 	VZEROUPPER
 	RET
 
-// func expsAVX(dst, src []float64, m float64, c *[10]float64, table *float64)
+// func expsAVX(dst, src []float64, m float64, c *[12]float64, table *float64, check bool) bool
 // dst[i] = e^(src[i] - m) for i < len(dst) (a multiple of 4), as exp
-// computes it (exp.go), four at a time; the caller checks the range.
-TEXT ·expsAVX(SB), NOSPLIT, $0-72
+// computes it (exp.go), four at a time. With check, it first tests every
+// src[i] - m against exp's range (c[10], c[11]) = (-708, 709) as Exps's
+// loop did, !(x > -708 && x < 709) (NaN fails), and returns false without
+// writing when one fails; without, the caller has checked the range.
+TEXT ·expsAVX(SB), NOSPLIT, $0-81
 	MOVQ dst_base+0(FP), DI
 	MOVQ dst_len+8(FP), CX
 	MOVQ src_base+24(FP), SI
 	VBROADCASTSD m+48(FP), Y5
 	MOVQ c+56(FP), R8
 	MOVQ table+64(FP), R9
+	ANDQ $-4, CX
+	MOVBQZX check+72(FP), R10
+	TESTQ R10, R10
+	JZ   exps_consts
+	VBROADCASTSD 80(R8), Y2
+	VBROADCASTSD 88(R8), Y3
+	VPCMPEQQ Y4, Y4, Y4
+	XORQ AX, AX
+
+exps_check:
+	CMPQ AX, CX
+	JGE  exps_checked
+	VMOVUPD (SI)(AX*8), Y0
+	VSUBPD Y5, Y0, Y0
+	VCMPPD $0x1e, Y2, Y0, Y1 // x > -708 (ordered: false for NaN)
+	VANDPD Y1, Y4, Y4
+	VCMPPD $0x11, Y3, Y0, Y1 // x < 709 (ordered)
+	VANDPD Y1, Y4, Y4
+	ADDQ $4, AX
+	JMP  exps_check
+
+exps_checked:
+	VMOVMSKPD Y4, R10
+	CMPQ R10, $15
+	JEQ  exps_consts
+	MOVB $0, ret+80(FP)
+	VZEROUPPER
+	RET
+
+exps_consts:
+	MOVB $1, ret+80(FP)
 	VBROADCASTSD 0(R8), Y15
 	VBROADCASTSD 8(R8), Y14
 	VBROADCASTSD 16(R8), Y13
@@ -476,7 +510,6 @@ TEXT ·expsAVX(SB), NOSPLIT, $0-72
 	VPBROADCASTQ 64(R8), Y7
 	VPBROADCASTQ 72(R8), Y6
 	XORQ AX, AX
-	ANDQ $-4, CX
 
 exps_loop:
 	CMPQ AX, CX

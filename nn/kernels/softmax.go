@@ -311,12 +311,12 @@ func sameBits(a, b []float64) bool {
 func expsWide(dst, src []float64) {
 	n4 := len(src) &^ 3
 	if n4 > 0 {
-		expsAVX(dst[:n4], src[:n4], 0, &expConsts, &expTable[0])
+		expsAVX(dst[:n4], src[:n4], 0, &expConsts, &expTable[0], false)
 	}
 	if n4 < len(src) {
 		var pad [4]float64
 		copy(pad[:], src[n4:])
-		expsAVX(pad[:], pad[:], 0, &expConsts, &expTable[0])
+		expsAVX(pad[:], pad[:], 0, &expConsts, &expTable[0], false)
 		copy(dst[n4:], pad[:])
 	}
 }

@@ -150,7 +150,7 @@ func (k *attentionKernel) forward(out []float64, in [][]float64) error {
 		copy(k.eU[u*d:(u+1)*d], e[x*d:(x+1)*d])
 	}
 
-	kmax := c + 1
+	kmax, hs := c+1, kernels.NewHeads(d, hd)
 	k.alpha = kernels.Grow(k.alpha, l.N()*hd*kmax)
 	k.eachShard(func(sh *attentionShard, lo, hi int) {
 		for b := lo; b < hi; b++ {
@@ -169,7 +169,7 @@ func (k *attentionKernel) forward(out []float64, in [][]float64) error {
 					copy(hn, e[x*d:(x+1)*d])
 				}
 				q := sh.rec[t*w : t*w+d]
-				kernels.Attend(hn, k.alpha[n*hd*kmax:(n+1)*hd*kmax], kmax, q, sh.rec[j0*w+d:], sh.rec[j0*w+2*d:], w, t-j0+1, hd, pk, pv)
+				kernels.Attend(hn, k.alpha[n*hd*kmax:(n+1)*hd*kmax], kmax, q, sh.rec[j0*w+d:], sh.rec[j0*w+2*d:], w, t-j0+1, hs, pk, pv)
 			}
 		}
 	})
