@@ -83,3 +83,40 @@ func Exps(dst, src []float64, m float64) {
 // for the check.
 var expConsts = [12]float64{expN / math.Ln2, expShift, -ln2hi / expN, -ln2lo / expN, 1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2,
 	math.Float64frombits(expN - 1), math.Float64frombits(1023*expN - math.Float64bits(expShift)), -708, 709}
+
+// Logs writes dst[i] = math.Log(src[i]) for every i, len(dst) == len(src)
+// (dst may be src), four at a time with AVX2 where the four are normal
+// positive finite numbers, bit for bit (TestLogs): math.Log's amd64
+// assembly's operations lane by lane. The table pass takes a log of every
+// token's sum, one after another they were a twentieth of its update.
+func Logs(dst, src []float64) {
+	if len(dst) != len(src) {
+		panic("kernels: logs: lengths differ")
+	}
+	n4 := 0
+	if haveAVX { // amd64, where math.Log is archLog
+		if n4 = len(src) &^ 3; n4 > 0 && !logsAVX(dst[:n4], src[:n4], &logConsts) {
+			n4 = 0
+		}
+	}
+	for i := n4; i < len(src); i++ {
+		dst[i] = math.Log(src[i])
+	}
+}
+
+// logConsts are logsAVX's constants, each four times: the smallest normal
+// and the largest finite number (its range), the mantissa mask, 0.5, 2^52
+// + 0x3FE, archLog's HSqrt2, 1, 2, 2^52, L7, L5, L3, L1, L6, L4, L2, Ln2Lo
+// and Ln2Hi (the literals of math/log_amd64.s).
+var logConsts = func() (c [72]float64) {
+	for i, v := range []float64{0x1p-1022, math.MaxFloat64, math.Float64frombits(1<<52 - 1), 0.5, 0x1p52 + 0x3FE,
+		7.07106781186547524401e-01, 1, 2, 0x1p52,
+		1.479819860511658591e-01, 1.818357216161805012e-01, 2.857142874366239149e-01, 6.666666666666735130e-01,
+		1.531383769920937332e-01, 2.222219843214978396e-01, 3.999999999940941908e-01,
+		1.90821492927058770002e-10, 6.93147180369123816490e-01} {
+		for j := range 4 {
+			c[4*i+j] = v
+		}
+	}
+	return c
+}()

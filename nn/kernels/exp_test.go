@@ -108,3 +108,48 @@ func BenchmarkExp(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(xs)), "ns/element")
 	})
 }
+
+// TestLogs checks Logs against math.Log bit for bit: at every length to
+// 13 (blocks of four and a scalar tail), in place and not, over sums of
+// exponentials (the table pass's arguments), values near archLog's
+// boundary sqrt(2)/2 and near powers of 2, huge and tiny normals, and
+// blocks holding a subnormal, zero, a negative, an infinity or NaN (the
+// scalar path's).
+func TestLogs(t *testing.T) { checkLogs(t) }
+
+func checkLogs(t *testing.T) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(15, 16))
+	special := []float64{0x1p-1074, 0x1p-1030, 0, math.Copysign(0, -1), -1, math.Inf(1), math.Inf(-1), math.NaN(), 0x1p-1022, math.MaxFloat64}
+	for round := range 20000 {
+		x := make([]float64, round%14)
+		for i := range x {
+			switch k := rng.IntN(8); k {
+			case 0:
+				x[i] = math.Nextafter(7.07106781186547524401e-01*math.Ldexp(1, rng.IntN(40)-20), math.Inf(rng.IntN(3)-1))
+			case 1:
+				x[i] = math.Ldexp(1, rng.IntN(2000)-1000) * (1 + 1e-15*float64(rng.IntN(5)-2))
+			case 2:
+				x[i] = math.Exp(700 * rng.NormFloat64())
+			default:
+				x[i] = 1 + float64(rng.IntN(6))*rng.Float64() // a sum of exponentials, the largest 1
+			}
+		}
+		if round%9 == 0 && len(x) > 0 {
+			x[rng.IntN(len(x))] = special[rng.IntN(len(special))]
+		}
+		got := make([]float64, len(x))
+		Logs(got, x)
+		for i, v := range x {
+			if want := math.Log(v); math.Float64bits(got[i]) != math.Float64bits(want) && !(math.IsNaN(want) && math.IsNaN(got[i])) {
+				t.Fatalf("round %d: log(%v) [%d of %v] = %v (%x), want math.Log's %v (%x)", round, v, i, x, got[i], math.Float64bits(got[i]), want, math.Float64bits(want))
+			}
+		}
+		Logs(x, x)
+		for i := range x {
+			if math.Float64bits(got[i]) != math.Float64bits(x[i]) && !(math.IsNaN(got[i]) && math.IsNaN(x[i])) {
+				t.Fatalf("round %d: in place [%d]: %v, want %v", round, i, x[i], got[i])
+			}
+		}
+	}
+}

@@ -72,6 +72,14 @@ func axpysAVX(dst, c, a []float64, stride int)
 //go:noescape
 func expsAVX(dst, src []float64, m float64, c *[12]float64, table *float64, check bool) bool
 
+// logsAVX writes dst[i] = math.Log(src[i]) for i < len(dst), a multiple
+// of 4, bit for bit on amd64 (the operations of its assembly), when every
+// src[i] is a normal positive finite number; it returns false, writing
+// nothing, when one is not. c is &logConsts.
+//
+//go:noescape
+func logsAVX(dst, src []float64, c *[72]float64) bool
+
 // gerAVX adds x[i] y to a[i*stride : i*stride+len(y)] for i < len(x); a
 // must hold them.
 //

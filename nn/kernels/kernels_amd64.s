@@ -684,3 +684,104 @@ fma_loop:
 	VMOVSD X0, ret+8(FP)
 	VZEROUPPER
 	RET
+
+// func logsAVX(dst, src []float64, c *[72]float64) bool
+// dst[i] = log(src[i]) for i < len(dst) (a multiple of 4), four at a time,
+// by the operations of math.Log's amd64 assembly (archLog), lane by lane
+// and in its order, none fused: the same bits. Every src[i] must be a
+// normal positive finite number (archLog sends zero, negatives,
+// infinities and NaN to special cases, and its reduction does not handle
+// subnormals): logsAVX checks them first and returns false without
+// writing when one is not. c holds logConsts: each constant four times,
+// 32 bytes apart (C(i) below is the i-th).
+#define C(i) (i*32)(R8)
+TEXT ·logsAVX(SB), NOSPLIT, $0-57
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	MOVQ c+48(FP), R8
+	ANDQ $-4, CX
+	VPCMPEQQ Y7, Y7, Y7
+	XORQ AX, AX
+
+logs_check:
+	CMPQ AX, CX
+	JGE  logs_checked
+	VMOVUPD (SI)(AX*8), Y0
+	VCMPPD $0x1d, C(0), Y0, Y1 // x >= 2^-1022 (ordered: false for NaN)
+	VANDPD Y1, Y7, Y7
+	VCMPPD $0x12, C(1), Y0, Y1 // x <= the largest finite (ordered)
+	VANDPD Y1, Y7, Y7
+	ADDQ $4, AX
+	JMP  logs_check
+
+logs_checked:
+	VMOVMSKPD Y7, R10
+	CMPQ R10, $15
+	JEQ  logs_run
+	MOVB $0, ret+56(FP)
+	VZEROUPPER
+	RET
+
+logs_run:
+	MOVB $1, ret+56(FP)
+	XORQ AX, AX
+
+logs_loop:
+	CMPQ AX, CX
+	JGE  logs_done
+	VMOVUPD (SI)(AX*8), Y0
+	// f1 := the mantissa with exponent 0.5's; k := float64(e - 0x3FE),
+	// exactly, as (2^52 + e) - (2^52 + 0x3FE) (x > 0: no sign bit)
+	VANDPD C(2), Y0, Y2
+	VORPD C(3), Y2, Y2
+	VPSRLQ $52, Y0, Y1
+	VPOR C(8), Y1, Y1
+	VSUBPD C(4), Y1, Y1
+	// if !(HSqrt2 < f1) { k -= 1; f1 *= 2 } (CMPSD X2, X0, 5)
+	VMOVUPD C(5), Y0
+	VCMPPD $5, Y2, Y0, Y0
+	VANDPD C(6), Y0, Y3
+	VSUBPD Y3, Y1, Y1
+	VADDPD C(6), Y3, Y3
+	VMULPD Y3, Y2, Y2
+	// f := f1 - 1; s := f / (2 + f); s2 := s * s; s4 := s2 * s2
+	VSUBPD C(6), Y2, Y2
+	VADDPD C(7), Y2, Y0
+	VDIVPD Y0, Y2, Y3
+	VMULPD Y3, Y3, Y4
+	VMULPD Y4, Y4, Y5
+	// t1 := s2 * (L1 + s4*(L3+s4*(L5+s4*L7)))
+	VMULPD C(9), Y5, Y6
+	VADDPD C(10), Y6, Y6
+	VMULPD Y5, Y6, Y6
+	VADDPD C(11), Y6, Y6
+	VMULPD Y5, Y6, Y6
+	VADDPD C(12), Y6, Y6
+	VMULPD Y6, Y4, Y4
+	// t2 := s4 * (L2 + s4*(L4+s4*L6)); R := t1 + t2
+	VMULPD C(13), Y5, Y6
+	VADDPD C(14), Y6, Y6
+	VMULPD Y5, Y6, Y6
+	VADDPD C(15), Y6, Y6
+	VMULPD Y6, Y5, Y5
+	VADDPD Y5, Y4, Y4
+	// hfsq := 0.5 * f * f
+	VMULPD C(3), Y2, Y0
+	VMULPD Y2, Y0, Y0
+	// k*Ln2Hi - ((hfsq - (s*(hfsq+R) + k*Ln2Lo)) - f)
+	VADDPD Y0, Y4, Y4
+	VMULPD Y4, Y3, Y3
+	VMULPD C(16), Y1, Y4
+	VADDPD Y4, Y3, Y3
+	VSUBPD Y3, Y0, Y0
+	VSUBPD Y2, Y0, Y0
+	VMULPD C(17), Y1, Y1
+	VSUBPD Y0, Y1, Y1
+	VMOVUPD Y1, (DI)(AX*8)
+	ADDQ $4, AX
+	JMP  logs_loop
+
+logs_done:
+	VZEROUPPER
+	RET

@@ -14,5 +14,6 @@ func TestKernelsWithoutAVX(t *testing.T) {
 	checkStridedKernels(t)
 	checkMatrixKernels(t)
 	checkExps(t)
+	checkLogs(t)
 	checkSoftmaxRowsRepeat(t)
 }
