@@ -70,6 +70,20 @@ func Exps(dst, src []float64, m float64) {
 			n4 = 0
 		}
 	}
+	if tail := len(src) - n4; haveAVX && tail > 0 && tail < 4 { // Exp's bits, the last len % 4 in one call
+		var pad [4]float64
+		ok := true
+		for j := range tail {
+			x := src[n4+j] - m
+			ok = ok && x > -708 && x < 709
+			pad[j] = x
+		}
+		if ok {
+			expsScalarAVX(&pad, &expConsts, &expTable[0])
+			copy(dst[n4:], pad[:tail])
+			return
+		}
+	}
 	for i := n4; i < len(src); i++ {
 		dst[i] = Exp(src[i] - m)
 	}

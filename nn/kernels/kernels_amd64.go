@@ -72,6 +72,13 @@ func axpysAVX(dst, c, a []float64, stride int)
 //go:noescape
 func expsAVX(dst, src []float64, m float64, c *[12]float64, table *float64, check bool) bool
 
+// expsScalarAVX writes x[i] = Exp(x[i]) for the four, bit for bit as the
+// scalar Exp (its operations, none fused, lane by lane). Each x[i] must be
+// in exp's range (-708, 709). c is &expConsts, table &expTable[0].
+//
+//go:noescape
+func expsScalarAVX(x *[4]float64, c *[12]float64, table *float64)
+
 // logsAVX writes dst[i] = math.Log(src[i]) for i < len(dst), a multiple
 // of 4, bit for bit on amd64 (the operations of its assembly), when every
 // src[i] is a normal positive finite number; it returns false, writing

@@ -785,3 +785,67 @@ logs_loop:
 logs_done:
 	VZEROUPPER
 	RET
+
+// func expsScalarAVX(x *[4]float64, c *[12]float64, table *float64)
+// x[i] = Exp(x[i]) for the four, each as the scalar Exp computes it (its
+// compiled operations, none fused, lane by lane: the same bits), not as
+// expsAVX does (whose fused multiply-adds may round differently). Exps
+// takes the last len % 4 of its arguments through it. Every x[i] must be
+// in exp's range (-708, 709). c is &expConsts, table &expTable[0].
+TEXT ·expsScalarAVX(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), DI
+	MOVQ c+8(FP), R8
+	MOVQ table+16(FP), R9
+	VMOVUPD (DI), Y0
+	// k := x N/ln2 rounded by the shift; kd := k as a float64
+	VBROADCASTSD 0(R8), Y5
+	VMULPD Y5, Y0, Y1
+	VBROADCASTSD 8(R8), Y5
+	VADDPD Y5, Y1, Y1 // its low bits hold k
+	VSUBPD Y5, Y1, Y2 // kd
+	// r := x - kd ln2hi/N - kd ln2lo/N (the constants are stored negated:
+	// x + kd (-a) is x - kd a exactly)
+	VBROADCASTSD 16(R8), Y5
+	VMULPD Y5, Y2, Y3
+	VADDPD Y3, Y0, Y0
+	VBROADCASTSD 24(R8), Y5
+	VMULPD Y5, Y2, Y3
+	VADDPD Y3, Y0, Y0
+	// p := r + r*r*(1/2 + r*(1/6 + r*(1/24 + r/120)))
+	VMULPD Y0, Y0, Y4
+	VBROADCASTSD 32(R8), Y5
+	VMULPD Y5, Y0, Y3
+	VBROADCASTSD 40(R8), Y5
+	VADDPD Y5, Y3, Y3
+	VMULPD Y0, Y3, Y3
+	VBROADCASTSD 48(R8), Y5
+	VADDPD Y5, Y3, Y3
+	VMULPD Y0, Y3, Y3
+	VBROADCASTSD 56(R8), Y5
+	VADDPD Y5, Y3, Y3
+	VMULPD Y4, Y3, Y3
+	VADDPD Y3, Y0, Y0
+	// t := expTable[k mod N], by four scalar loads
+	VPBROADCASTQ 64(R8), Y5
+	VPAND Y5, Y1, Y3
+	VMOVQ X3, R10
+	VPEXTRQ $1, X3, R11
+	VEXTRACTI128 $1, Y3, X4
+	VMOVQ X4, R12
+	VPEXTRQ $1, X4, R13
+	VMOVSD (R9)(R10*8), X2
+	VMOVHPD (R9)(R11*8), X2, X2
+	VMOVSD (R9)(R12*8), X4
+	VMOVHPD (R9)(R13*8), X4, X4
+	VINSERTF128 $1, X4, Y2, Y2
+	// (t + t p) 2^(k div N)
+	VMULPD Y2, Y0, Y0
+	VADDPD Y2, Y0, Y0
+	VPBROADCASTQ 72(R8), Y5
+	VPADDQ Y5, Y1, Y1
+	VPSRLQ $7, Y1, Y1
+	VPSLLQ $52, Y1, Y1
+	VMULPD Y1, Y0, Y0
+	VMOVUPD Y0, (DI)
+	VZEROUPPER
+	RET

@@ -25,6 +25,10 @@ func expsAVX(dst, src []float64, m float64, c *[12]float64, table *float64, chec
 	panic("kernels: no AVX kernels off amd64")
 }
 
+func expsScalarAVX(x *[4]float64, c *[12]float64, table *float64) {
+	panic("kernels: no AVX kernels off amd64")
+}
+
 func logsAVX(dst, src []float64, c *[72]float64) bool { panic("kernels: no AVX kernels off amd64") }
 
 func gerAVX(a, x, y []float64, stride int) { panic("kernels: no AVX kernels off amd64") }
