@@ -455,6 +455,23 @@ axpys_done:
 	VZEROUPPER
 	RET
 
+// EXP_TABLE4 loads Y2 = the four expTable entries (table in R9) whose
+// indices are Y3's four quadwords, by four scalar loads, not VGATHERQPD:
+// on this project's host (a Xeon VM) the gather made expsAVX's loop take
+// 4.3 ns an element against 2.6 with the loads (BenchmarkExp/Exps, 1,024
+// elements). It clobbers X4 and R10-R13.
+#define EXP_TABLE4 \
+	VMOVQ X3, R10 \
+	VPEXTRQ $1, X3, R11 \
+	VEXTRACTI128 $1, Y3, X4 \
+	VMOVQ X4, R12 \
+	VPEXTRQ $1, X4, R13 \
+	VMOVSD (R9)(R10*8), X2 \
+	VMOVHPD (R9)(R11*8), X2, X2 \
+	VMOVSD (R9)(R12*8), X4 \
+	VMOVHPD (R9)(R13*8), X4, X4 \
+	VINSERTF128 $1, X4, Y2, Y2
+
 // func expsAVX(dst, src []float64, m float64, c *[12]float64, table *float64, check bool) bool
 // dst[i] = e^(src[i] - m) for i < len(dst) (a multiple of 4), as exp
 // computes it (exp.go), four at a time. With check, it first tests every
@@ -529,21 +546,8 @@ exps_loop:
 	VFMADD231PD Y4, Y0, Y3
 	VMULPD Y0, Y0, Y4
 	VFMADD231PD Y3, Y4, Y0
-	// The four table entries by four scalar loads, not VGATHERQPD: on
-	// this project's host (a Xeon VM) the gather made the loop take 4.3 ns
-	// an element against 2.6 with the loads (BenchmarkExp/Exps, 1024
-	// elements). The entries, and so the results, are the same.
 	VPAND Y7, Y1, Y3
-	VMOVQ X3, R10
-	VPEXTRQ $1, X3, R11
-	VEXTRACTI128 $1, Y3, X4
-	VMOVQ X4, R12
-	VPEXTRQ $1, X4, R13
-	VMOVSD (R9)(R10*8), X2
-	VMOVHPD (R9)(R11*8), X2, X2
-	VMOVSD (R9)(R12*8), X4
-	VMOVHPD (R9)(R13*8), X4, X4
-	VINSERTF128 $1, X4, Y2, Y2
+	EXP_TABLE4
 	VPADDQ Y6, Y1, Y1
 	VPSRLQ $7, Y1, Y1
 	VPSLLQ $52, Y1, Y1
@@ -828,16 +832,7 @@ TEXT ·expsScalarAVX(SB), NOSPLIT, $0-24
 	// t := expTable[k mod N], by four scalar loads
 	VPBROADCASTQ 64(R8), Y5
 	VPAND Y5, Y1, Y3
-	VMOVQ X3, R10
-	VPEXTRQ $1, X3, R11
-	VEXTRACTI128 $1, Y3, X4
-	VMOVQ X4, R12
-	VPEXTRQ $1, X4, R13
-	VMOVSD (R9)(R10*8), X2
-	VMOVHPD (R9)(R11*8), X2, X2
-	VMOVSD (R9)(R12*8), X4
-	VMOVHPD (R9)(R13*8), X4, X4
-	VINSERTF128 $1, X4, Y2, Y2
+	EXP_TABLE4
 	// (t + t p) 2^(k div N)
 	VMULPD Y2, Y0, Y0
 	VADDPD Y2, Y0, Y0
