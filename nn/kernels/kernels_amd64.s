@@ -472,6 +472,17 @@ axpys_done:
 	VMOVHPD (R9)(R13*8), X4, X4 \
 	VINSERTF128 $1, X4, Y2, Y2
 
+// IN_RANGE_OR_RETURN ends a range check: it goes on at label ok when
+// every lane of mask (the AND of the checks' compares) is set, and returns
+// false (ret) otherwise, having written nothing. It clobbers R10.
+#define IN_RANGE_OR_RETURN(mask, ok, ret) \
+	VMOVMSKPD mask, R10 \
+	CMPQ R10, $15 \
+	JEQ ok \
+	MOVB $0, ret \
+	VZEROUPPER \
+	RET
+
 // func expsAVX(dst, src []float64, m float64, c *[12]float64, table *float64, check bool) bool
 // dst[i] = e^(src[i] - m) for i < len(dst) (a multiple of 4), as exp
 // computes it (exp.go), four at a time. With check, it first tests every
@@ -507,12 +518,7 @@ exps_check:
 	JMP  exps_check
 
 exps_checked:
-	VMOVMSKPD Y4, R10
-	CMPQ R10, $15
-	JEQ  exps_consts
-	MOVB $0, ret+80(FP)
-	VZEROUPPER
-	RET
+	IN_RANGE_OR_RETURN(Y4, exps_consts, ret+80(FP))
 
 exps_consts:
 	MOVB $1, ret+80(FP)
@@ -720,12 +726,7 @@ logs_check:
 	JMP  logs_check
 
 logs_checked:
-	VMOVMSKPD Y7, R10
-	CMPQ R10, $15
-	JEQ  logs_run
-	MOVB $0, ret+56(FP)
-	VZEROUPPER
-	RET
+	IN_RANGE_OR_RETURN(Y7, logs_run, ret+56(FP))
 
 logs_run:
 	MOVB $1, ret+56(FP)
