@@ -57,7 +57,9 @@ const expShift = 0x1.8p52
 // Exps writes dst[i] = Exp(src[i] - m) for every i, len(dst) ==
 // len(src) (dst may be src), four at a time with AVX2 when every argument
 // is in exp's range (to within 2 units in the last place of math.Exp,
-// TestExps); the softmaxes take their exponentials through it.
+// TestExps), and the last len % 4 with the scalar Exp's bits, in one
+// vector call (TestExpsTail); the softmaxes take their exponentials
+// through it.
 func Exps(dst, src []float64, m float64) {
 	if len(dst) != len(src) {
 		panic("kernels: exps: lengths differ")
