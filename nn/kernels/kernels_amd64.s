@@ -791,6 +791,8 @@ logs_done:
 	VZEROUPPER
 	RET
 
+#undef C
+
 // func expsScalarAVX(x *[4]float64, c *[12]float64, table *float64)
 // x[i] = Exp(x[i]) for the four, each as the scalar Exp computes it (its
 // compiled operations, none fused, lane by lane: the same bits), not as
