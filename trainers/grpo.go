@@ -97,14 +97,11 @@ func groupAdvantages(k Kind, r []float64, g int) (adv []float64, flat int) {
 	return adv, flat
 }
 
-// perToken repeats each rollout's value over its tokens.
-func perToken(v []float64, lens []int) []float64 { return perTokenInto(nil, v, lens) }
-
-// perTokenInto is perToken written into dst's memory when it is large
-// enough, rollouts in parallel.
-func perTokenInto(dst, v []float64, lens []int) []float64 {
+// perToken repeats each rollout's value over its tokens, rollouts in
+// parallel.
+func perToken(v []float64, lens []int) []float64 {
 	starts, n := rolloutStarts(lens)
-	out := kernels.Grow(dst, n)
+	out := make([]float64, n)
 	kernels.ParallelFor(len(lens), 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			toks := out[starts[i] : starts[i]+lens[i]]
@@ -121,21 +118,13 @@ func perTokenInto(dst, v []float64, lens []int) []float64 {
 func minibatchOf(i, m int) int { return i % m }
 
 // lossDivs says what each token's term of the loss is divided by: one
-// value per rollout (lossDivisors), spread over the tokens only for a
-// learner that reads them token by token (the bigram reads them per
-// rollout: a per-token array is one more pass over a batch of millions
-// of tokens, a tenth of a paper-size PPO step).
+// value per rollout (lossDivisors), which both learners read by the
+// token's rollout. (Spread over the tokens it was one more pass over a
+// batch of millions of tokens, a tenth of a paper-size bigram PPO step,
+// and 8 bytes a token of the transformer's memory.)
 type lossDivs struct {
 	rollout []float64 // rollout i's tokens are divided by rollout[i]
 	lens    []int
-	tok     []float64 // perToken's memory
-}
-
-// perToken returns the divisors token by token, into memory reused from
-// step to step.
-func (d *lossDivs) perToken() []float64 {
-	d.tok = perTokenInto(d.tok, d.rollout, d.lens)
-	return d.tok
 }
 
 // lossDivisors sets d to what the terms of the loss of rollouts of

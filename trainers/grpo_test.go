@@ -67,7 +67,7 @@ func TestLossDivisors(t *testing.T) {
 	} {
 		var d lossDivs
 		d.lossDivisors(tc.agg, lens, 2, 10)
-		got := d.perToken()
+		got := perToken(d.rollout, d.lens)
 		if len(got) != len(tc.want) {
 			t.Fatalf("%q: got %d lossDivs, want %d", tc.agg, len(got), len(tc.want))
 		}

@@ -107,21 +107,19 @@ type transformer struct {
 	// update to update (transformer_table.go).
 	tableIn []tableTokens
 	buf     eval.Buffers // the rollouts' memory, reused from step to step
-	seqs    []tokenSeq   // an update's sequences (sequencesInto), reused likewise
-	seqBuf  []int        // and their tokens
 	// rowStart is where each token of the step's batch starts in its
 	// rollout's rows (rowStarts).
 	rowStart struct {
 		step  int
 		batch *eval.AgentBatch
-		of    []int
+		of    []int32
 	}
 	drawn  drawKey // what buf's batch was drawn for (rollouts)
 	mcCap  int     // the Monte Carlo horizon
 	startH float64 // the starting bigram's exact hitting time
 	// tokenBytes is a sampled transition's memory (transitionWords).
 	tokenBytes float64
-	traces     []tokenSeq // distill with fixed traces
+	traces     tokenSeqs // distill with fixed traces
 	// passTime, tableTime and sampleTime are the wall time spent in the
 	// windows pass, in the table pass and drawing rollouts so far: the
 	// benchmarks report the tokens the windows pass trains per second of
@@ -154,6 +152,53 @@ type tokenSeq struct {
 	tokens []int
 	target int
 }
+
+// seqSource is where the windows pass reads its sequences: tokenSeqs (sft's
+// golden paths, distill's traces) or a batch's rollouts (rolloutSeqs).
+type seqSource interface {
+	// window appends tokens [from, to] of sequence i to dst.
+	window(dst []int, i, from, to int) []int
+	target(i int) int
+}
+
+// tokenSeqs are sequences held token by token.
+type tokenSeqs []tokenSeq
+
+func (s tokenSeqs) window(dst []int, i, from, to int) []int {
+	return append(dst, s[i].tokens[from:to+1]...)
+}
+func (s tokenSeqs) target(i int) int { return s[i].target }
+
+// rolloutSeqs are a batch's rollouts as token sequences without a copy of
+// their tokens: a state id is its token id (tokenizer.Vocab.Encode), so
+// rollout i's tokens are the states its transitions leave (states, from
+// the batch's walk, s0 first) and then the state its last one enters.
+// (Copied out as ints they were 8 bytes a sampled token, a twentieth of a
+// paper-size run's memory.)
+type rolloutSeqs struct {
+	b      *eval.Batch
+	states []int32
+	next   []int // the graph's
+}
+
+// len is rollout i's number of tokens: its transitions plus one.
+func (s rolloutSeqs) len(i int) int { return s.b.Starts[i+1] - s.b.Starts[i] + 1 }
+
+func (s rolloutSeqs) window(dst []int, i, from, to int) []int {
+	lo, hi := s.b.Starts[i], s.b.Starts[i+1]
+	for _, x := range s.states[lo+from : lo+min(to+1, hi-lo)] {
+		dst = append(dst, int(x))
+	}
+	if to == hi-lo { // the state the last transition enters (s0 when none)
+		x := 0
+		if hi > lo {
+			x = s.next[s.b.Entries[hi-1]]
+		}
+		dst = append(dst, x)
+	}
+	return dst
+}
+func (s rolloutSeqs) target(i int) int { return s.b.Targets[i] }
 
 // newTransformer builds a transformer initialised from the bigram with
 // logits s.Init (nil: the pretrained uniform world model). The rows the
@@ -331,18 +376,10 @@ func (l *transformer) prompt(x int) int {
 // sequences turns a batch into token sequences through the tokenizer: the
 // states of rollout i, s0 -> f first, toward its target; transition t of
 // rollout i is item b.Starts[i]+t.
-func (l *transformer) sequences(b *eval.Batch) ([]tokenSeq, error) {
-	seqs, _, err := l.sequencesInto(b, nil, nil)
-	return seqs, err
-}
-
-// sequencesInto is sequences with the tokens of every rollout back to back
-// in buf's memory and the sequences in seqs' when they are large enough
-// (an update's, reused from step to step); it returns both.
-func (l *transformer) sequencesInto(b *eval.Batch, seqs []tokenSeq, buf []int) ([]tokenSeq, []int, error) {
+func (l *transformer) sequences(b *eval.Batch) (tokenSeqs, error) {
 	g := l.t.g
-	buf = kernels.Grow(buf, len(b.Entries)+len(b.Targets)) // rollout i's tokens from b.Starts[i]+i on
-	seqs = kernels.Grow(seqs, len(b.Targets))
+	buf := make([]int, len(b.Entries)+len(b.Targets)) // rollout i's tokens from b.Starts[i]+i on
+	seqs := make(tokenSeqs, len(b.Targets))
 	errs := make([]error, len(seqs))
 	kernels.ParallelEach(len(seqs), func(i int) {
 		lo, hi := b.Starts[i]-b.Starts[0]+i, b.Starts[i+1]-b.Starts[0]+i+1
@@ -356,10 +393,10 @@ func (l *transformer) sequencesInto(b *eval.Batch, seqs []tokenSeq, buf []int) (
 	})
 	for _, err := range errs {
 		if err != nil {
-			return nil, buf, err
+			return nil, err
 		}
 	}
-	return seqs, buf, nil
+	return seqs, nil
 }
 
 func (l *transformer) solver() solvers.Solver { return l.solv }

@@ -2,6 +2,7 @@ package trainers
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -74,9 +75,31 @@ func (l *transformer) rollouts(ctx context.Context, n, horizon int, seed uint64,
 		b, err = l.buf.AgentRollouts(ctx, l.t.g, agents, n, horizon, seed)
 	}
 	if err == nil {
+		err = checkIndices(b)
+	}
+	if err == nil {
 		l.drawn, l.drawn.batch = key, b
 	}
 	return b, err
+}
+
+// maxIndex is the largest token index and row offset the table pass keeps
+// (as int32: at the paper's size its per-token indices were a tenth of the
+// run's memory); a variable so that a test can lower it.
+var maxIndex = math.MaxInt32
+
+// checkIndices refuses a batch whose tokens or a rollout's rows the table
+// pass's int32 indices cannot address.
+func checkIndices(b *eval.AgentBatch) error {
+	if n := len(b.Entries); n > maxIndex {
+		return fmt.Errorf("a batch of %d sampled tokens is over the %d the transformer's table pass can index: lower -rollouts or -horizon-factor", n, maxIndex)
+	}
+	for i, r := range b.Rows {
+		if len(r) > maxIndex {
+			return fmt.Errorf("rollout %d's rows hold %d values, over the %d the transformer's table pass can index: lower -horizon-factor", i, len(r), maxIndex)
+		}
+	}
+	return nil
 }
 
 // drawKey says what a batch of rollouts was drawn for: at one step the

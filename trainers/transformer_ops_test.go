@@ -124,7 +124,7 @@ func TestStockMatchesFusedStep(t *testing.T) {
 					}
 				}
 				scale := 0.0 // PPO's loss at ratio 1 is sum_t A_t / n, about 0: its terms' size
-				for i, d := range div.perToken() {
+				for i, d := range perToken(div.rollout, div.lens) {
 					scale += math.Abs(adv.at(i)) / d
 				}
 				checkPass(t, "table pass", lf.table, ls.table, names[len(names)-1:], scale)

@@ -172,19 +172,20 @@ func (p *pass) apply() error {
 // over n tokens (sft, distill), weighted by weight.
 func (c *consts) setCrossEntropy(pos int, n, weight float64) { c.w[pos] = -weight / n }
 
-// setSampled sets the constants of position pos from the batch's token item
-// for the trainer's sampled loss, its terms weighted by weight (the
-// inverse sampling rate of a subsample): REINFORCE's weight -A/div, or
+// setSampled sets the constants of position pos from the batch's token item,
+// of rollout r, for the trainer's sampled loss, its terms weighted by
+// weight (the inverse sampling rate of a subsample) and divided by div[r]
+// (lossDivs.rollout): REINFORCE's weight -A/div, or
 // the clipped objective's advantage, old log-probability and, with KL or
 // entropy terms, its slots' shares and reference log-probabilities
 // (PPO's). Distinct positions may be set on several goroutines.
-func (l *transformer) setSampled(c *consts, pos, item int, weight float64, ab *eval.AgentBatch, adv, div []float64) {
+func (l *transformer) setSampled(c *consts, pos, r, item int, weight float64, ab *eval.AgentBatch, adv, div []float64) {
 	if c.w != nil {
-		c.w[pos] = -adv[item] * weight / div[item]
+		c.w[pos] = -adv[item] * weight / div[r]
 		return
 	}
 	c.oldLog[pos] = ab.LogProbs[item]
-	if a := adv[item] * weight / div[item]; a > 0 {
+	if a := adv[item] * weight / div[r]; a > 0 {
 		c.advPos[pos] = a
 	} else {
 		c.advNeg[pos] = a
@@ -192,12 +193,12 @@ func (l *transformer) setSampled(c *consts, pos, item int, weight float64, ab *e
 	switch {
 	case c.share == nil:
 	case c.entries == nil: // the group-relative trainers' k3 on the sampled token
-		c.share[pos] = weight / div[item]
+		c.share[pos] = weight / div[r]
 		c.refLog[pos] = math.Log(l.ref[ab.Entries[item]])
 	default:
 		for k, e := range c.entries[pos*c.r : (pos+1)*c.r] {
 			if e >= 0 {
-				c.share[pos*c.r+k] = weight / div[item]
+				c.share[pos*c.r+k] = weight / div[r]
 				c.refLog[pos*c.r+k] = math.Log(l.ref[e])
 			}
 		}

@@ -38,7 +38,7 @@ import (
 type tableData struct {
 	ab       *eval.AgentBatch
 	states   []int32
-	rowStart []int         // where each token's row starts in its rollout's ab.Rows
+	rowStart []int32       // where each token's row starts in its rollout's ab.Rows
 	b0       []float64     // B at sampling
 	mini     []tableTokens // each minibatch's tokens
 }
@@ -50,7 +50,7 @@ type tableData struct {
 // that the expected gradient is the full one; seeded by the step and the
 // minibatch, so a resumed run draws the same subsets.
 type tableTokens struct {
-	tokens   []int   // batch indices, in batch order
+	tokens   []int32 // batch indices, in batch order
 	rollouts []int32 // each token's rollout
 	scale    float64 // each token's weight: the inverse sampling rate
 }
@@ -90,7 +90,7 @@ func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []in
 		i, j := rs[k], at[k]
 		for t := ab.Starts[i]; t < ab.Starts[i+1]; t++ {
 			if l.t.trained[states[t]] {
-				out.tokens[j], out.rollouts[j] = t, int32(i)
+				out.tokens[j], out.rollouts[j] = int32(t), int32(i)
 				j++
 			}
 		}
@@ -101,7 +101,7 @@ func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []in
 		rng := rand.New(rand.NewPCG(l.t.stepSeed()^0x13198a2e03707344, uint64(mb)))
 		pick := rng.Perm(len(out.tokens))[:k]
 		slices.Sort(pick)
-		sub := tableTokens{tokens: make([]int, k), rollouts: make([]int32, k), scale: float64(len(out.tokens)) / float64(k)}
+		sub := tableTokens{tokens: make([]int32, k), rollouts: make([]int32, k), scale: float64(len(out.tokens)) / float64(k)}
 		for j, p := range pick {
 			sub.tokens[j], sub.rollouts[j] = out.tokens[p], out.rollouts[p]
 		}
@@ -145,7 +145,7 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 		c := p.begin()
 		inParts(len(toks), func(j0, j1 int) {
 			for j := j0; j < j1; j++ {
-				l.setSampled(c, j, toks[j], in.scale, ab, adv, div)
+				l.setSampled(c, j, int(rolls[j]), int(toks[j]), in.scale, ab, adv, div)
 			}
 		})
 		if _, err := p.accumulate(); err != nil {
@@ -161,7 +161,7 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 // rowStarts is where each token's row starts in its rollout's Rows (see
 // rowStartsInto), computed once per step for the batch and kept in
 // reused memory.
-func (l *transformer) rowStarts(ab *eval.AgentBatch, states []int32) []int {
+func (l *transformer) rowStarts(ab *eval.AgentBatch, states []int32) []int32 {
 	if l.rowStart.step != l.t.done || l.rowStart.batch != ab || len(l.rowStart.of) != len(states) {
 		l.rowStart.of = rowStartsInto(l.rowStart.of, l.t.g, l.t.trained, ab, states)
 		l.rowStart.step, l.rowStart.batch = l.t.done, ab
@@ -173,14 +173,14 @@ func (l *transformer) rowStarts(ab *eval.AgentBatch, states []int32) []int {
 // token t's row holds as many values as its state has valid next states
 // when the state is trained, none otherwise (rowAgent); written into
 // out's memory when it is large enough.
-func rowStartsInto(out []int, g *tasks.Graph, trained []bool, ab *eval.AgentBatch, states []int32) []int {
+func rowStartsInto(out []int32, g *tasks.Graph, trained []bool, ab *eval.AgentBatch, states []int32) []int32 {
 	out = kernels.Grow(out, len(states))
 	kernels.ParallelEach(len(ab.Starts)-1, func(i int) {
-		at := 0
+		at := int32(0)
 		for t := ab.Starts[i]; t < ab.Starts[i+1]; t++ {
 			out[t] = at
 			if s := states[t]; trained[s] {
-				at += g.Offsets[s+1] - g.Offsets[s]
+				at += int32(g.Offsets[s+1] - g.Offsets[s])
 			}
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
@@ -20,7 +21,7 @@ type tableFixture struct {
 	tf       *transformer
 	ab       *eval.AgentBatch
 	states   []int32
-	rowStart []int
+	rowStart []int32
 	b0, adv  []float64
 }
 
@@ -77,7 +78,7 @@ func (f *tableFixture) stepFrom(t *testing.T, b []float64) []float64 {
 	td := f.tf.newTableData(f.ab, f.states, [][]int{rs})
 	ls := f.tf.tr.Learnables()
 	copy(ls[len(ls)-1].Value().Data().([]float64), b)
-	div := make([]float64, f.ab.Tokens())
+	div := make([]float64, len(f.ab.Targets)) // per rollout
 	for i := range div {
 		div[i] = float64(f.ab.Tokens())
 	}
@@ -91,6 +92,39 @@ func (f *tableFixture) stepFrom(t *testing.T, b []float64) []float64 {
 	}
 	copy(after, f.b0)
 	return out
+}
+
+// TestBatchIndicesRefused: a batch whose tokens, or one rollout's rows,
+// the table pass's int32 indices cannot address is refused with an error
+// naming what to lower, not indexed wrongly (the limit lowered here to
+// the fixture's batch).
+func TestBatchIndicesRefused(t *testing.T) {
+	f := newTableFixture(t, 0)
+	defer func(m int) { maxIndex = m }(maxIndex)
+	rows := &eval.AgentBatch{Rows: [][]float64{make([]float64, 3), make([]float64, 5)}} // no tokens, a rollout of 5 values
+	for _, tc := range []struct {
+		b    *eval.AgentBatch
+		max  int
+		want string // "": accepted
+	}{
+		{f.ab, f.ab.Tokens(), ""},
+		{f.ab, f.ab.Tokens() - 1, "sampled tokens is over"},
+		{rows, 5, ""},
+		{rows, 4, "rollout 1's rows hold 5 values"},
+	} {
+		maxIndex = tc.max
+		err := checkIndices(tc.b)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("limit %d: %v", tc.max, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "lower -")):
+			t.Errorf("limit %d: got %v, want an error with %q naming what to lower", tc.max, err, tc.want)
+		}
+	}
+	maxIndex = 0 // and the sampler's draw refuses a batch over the limit
+	if _, err := f.tf.rollouts(context.Background(), 16, 60, 10, nil); err == nil || !strings.Contains(err.Error(), "sampled tokens is over") {
+		t.Errorf("rollouts over the limit: got %v", err)
+	}
 }
 
 // TestTablePassGradient is a known answer for the table pass: one SGD step

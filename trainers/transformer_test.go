@@ -123,7 +123,7 @@ func TestTransformerWindowsGradient(t *testing.T) {
 			}
 		}
 		before := uOf(tr, g)
-		if _, err := tf.trainWindows(seqs, b.Starts, cutWindows(lens, opts.Stride, opts.Context), func(c *consts, pos, item int, _ float64) {
+		if _, err := tf.trainWindows(seqs, b.Starts, cutWindows(lens, opts.Stride, opts.Context), func(c *consts, pos, _, item int, _ float64) {
 			c.w[pos] = w[item]
 		}); err != nil {
 			t.Fatal(err)
@@ -322,7 +322,7 @@ func TestSubsampledGradientIsUnbiased(t *testing.T) {
 	start := tf.tr.ParamValues()
 	step := func(wins []window) []float64 { // the SGD step at lr 1: minus the gradient
 		before := flat()
-		if _, err := tf.trainWindows(seqs, b.Starts, wins, func(c *consts, pos, item int, weight float64) { c.w[pos] = w[item] * weight }); err != nil {
+		if _, err := tf.trainWindows(seqs, b.Starts, wins, func(c *consts, pos, _, item int, weight float64) { c.w[pos] = w[item] * weight }); err != nil {
 			t.Fatal(err)
 		}
 		after := flat()

@@ -18,16 +18,12 @@ import (
 // pass on every one of its sampled tokens at trained states, then the
 // windows pass on its windows (a subsample to the trained-token budget).
 func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages, d *lossDivs) (ratioStats, error) {
-	adv, div := a.scaled(), d.perToken() // the passes read each token's advantage once an epoch
+	adv, div := a.scaled(), d.rollout // the passes read each token's advantage once an epoch, its divisor by its rollout
 	cfg := l.t.cfg
-	seqs, buf, err := l.sequencesInto(&ab.Batch, l.seqs, l.seqBuf)
-	l.seqs, l.seqBuf = seqs, buf
-	if err != nil {
-		return ratioStats{}, err
-	}
+	seqs := rolloutSeqs{b: &ab.Batch, states: states, next: l.t.g.Next}
 	epochs, m := cfg.Trainer.epochs(cfg)
 	mini := make([][]int, m) // rollouts of each minibatch
-	for i := range seqs {
+	for i := range ab.Targets {
 		mini[minibatchOf(i, m)] = append(mini[minibatchOf(i, m)], i)
 	}
 	trained := 0 // positions of the windows trained, over the epochs
@@ -44,7 +40,7 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 			}
 			var lensOf []int
 			for _, i := range rs {
-				lensOf = append(lensOf, len(seqs[i].tokens))
+				lensOf = append(lensOf, seqs.len(i))
 			}
 			wins := cutWindows(lensOf, l.opts.Stride, l.opts.Context)
 			for k := range wins {
@@ -54,7 +50,9 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 			for _, w := range wins {
 				trained += w.to - w.train
 			}
-			fill := func(c *consts, pos, item int, weight float64) { l.setSampled(c, pos, item, weight, ab, adv, div) }
+			fill := func(c *consts, pos, seq, item int, weight float64) {
+				l.setSampled(c, pos, seq, item, weight, ab, adv, div)
+			}
 			if _, err := l.trainWindows(seqs, ab.Starts, wins, fill); err != nil {
 				return ratioStats{}, err
 			}
@@ -67,28 +65,34 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 	if !cfg.Trainer.Clipped() {
 		return ratioStats{trained: trained, gradNorm: norm}, nil
 	}
-	rs, err := l.ratios(seqs, ab)
+	rs, err := l.ratios(ab, states)
 	rs.trained, rs.gradNorm = trained, norm
 	return rs, err
 }
 
 // trainWindows is the windows pass on one minibatch: it runs its windows
 // through the graph, fill by fill, setting the loss constants of each
-// trained position with fill(constants, position, item, the window's weight), and
+// trained position with fill(constants, position, sequence, item, the window's weight), and
 // takes one optimiser step on the summed gradient. Sequence i's
 // transition t is item first[i]+t. It returns the summed loss.
-func (l *transformer) trainWindows(seqs []tokenSeq, first []int, wins []window, fill func(c *consts, pos, item int, weight float64)) (float64, error) {
+func (l *transformer) trainWindows(seqs seqSource, first []int, wins []window, fill func(c *consts, pos, seq, item int, weight float64)) (float64, error) {
 	start := time.Now()
 	defer func() { l.passTime += time.Since(start) }()
 	t, p := l.t, l.windows
 	b, _, _ := l.fw.Shape()
 	rows := make([]nn.Window, 0, b)
+	toks := make([]int, 0, b*l.rowT) // a fill's tokens, row after row
 	for k := 0; k < len(wins); k += b {
 		part := wins[k:min(k+b, len(wins))]
-		rows = rows[:0]
+		rows, toks = rows[:0], toks[:0]
 		for _, w := range part {
-			s := seqs[w.seq]
-			rows = append(rows, nn.Window{Prompt: l.prompt(s.target), Start: w.from, Tokens: s.tokens[w.from : w.to+1]})
+			toks = seqs.window(toks, w.seq, w.from, w.to)
+		}
+		at := 0
+		for _, w := range part {
+			n := w.to + 1 - w.from
+			rows = append(rows, nn.Window{Prompt: l.prompt(seqs.target(w.seq)), Start: w.from, Tokens: toks[at : at+n : at+n]})
+			at += n
 		}
 		if err := l.fw.SetWindows(rows); err != nil {
 			return 0, fmt.Errorf("trainers: step %d: %w", t.done, err)
@@ -96,8 +100,8 @@ func (l *transformer) trainWindows(seqs []tokenSeq, first []int, wins []window, 
 		c := p.begin()
 		for r, w := range part {
 			for pos := w.train; pos < w.to; pos++ {
-				if t.trained[seqs[w.seq].tokens[pos]] {
-					fill(c, r*l.rowT+pos-w.from, first[w.seq]+pos, w.weight)
+				if t.trained[rows[r].Tokens[pos-w.from]] {
+					fill(c, r*l.rowT+pos-w.from, w.seq, first[w.seq]+pos, w.weight)
 				}
 			}
 		}
@@ -137,7 +141,7 @@ func (l *transformer) entropy(ab *eval.AgentBatch, states []int32) func() float6
 // of a step's wall time.)
 func (l *transformer) batchEntropy(ab *eval.AgentBatch, states []int32) float64 {
 	g, trained := l.t.g, l.t.trained
-	var rowStart []int
+	var rowStart []int32
 	if ab.Rows != nil {
 		rowStart = l.rowStarts(ab, states)
 	}
@@ -187,24 +191,24 @@ const entropyBlock = 1 << 14
 // first rollouts of the batch up to the trained-token budget (a statistic
 // of the batch, not all of it: at the paper's size a batch holds millions
 // of tokens).
-func (l *transformer) ratios(seqs []tokenSeq, ab *eval.AgentBatch) (ratioStats, error) {
+func (l *transformer) ratios(ab *eval.AgentBatch, states []int32) (ratioStats, error) {
 	t := l.t
 	sp := l.tr.Sampler()
 	var rs ratioStats
-	for i, seq := range seqs {
+	for i, target := range ab.Targets {
 		if l.opts.TrainTokens > 0 && rs.n >= float64(l.opts.TrainTokens) {
 			break
 		}
-		if err := sp.ResetAt(0, l.prompt(seq.target)); err != nil {
+		if err := sp.ResetAt(0, l.prompt(target)); err != nil {
 			return rs, fmt.Errorf("trainers: step %d: %w", t.done, err)
 		}
-		for p, x := range seq.tokens[:len(seq.tokens)-1] {
+		for tok := ab.Starts[i]; tok < ab.Starts[i+1]; tok++ { // the states its transitions leave: its tokens (rolloutSeqs)
+			x := int(states[tok])
 			logp, err := sp.Push(x)
 			if err != nil {
 				return rs, fmt.Errorf("trainers: step %d: %w", t.done, err)
 			}
 			if t.trained[x] {
-				tok := ab.Starts[i] + p
 				rs.add(math.Exp(logp[int(ab.Entries[tok])-t.g.Offsets[x]]-ab.LogProbs[tok]), t.cfg.Clip)
 			}
 		}
@@ -218,7 +222,7 @@ func (l *transformer) ratios(seqs []tokenSeq, ab *eval.AgentBatch) (ratioStats, 
 // weight 1/(number of tokens) on every trained token.
 func (l *transformer) crossEntropyStep(ctx context.Context) error {
 	t, cfg, g := l.t, l.t.cfg, l.t.g
-	var seqs []tokenSeq
+	var seqs tokenSeqs
 	stepSeed := t.stepSeed()
 	switch {
 	case cfg.Trainer == SFT:
@@ -260,7 +264,7 @@ func (l *transformer) crossEntropyStep(ctx context.Context) error {
 		n += float64(len(s.tokens) - 1)
 	}
 	wins := l.budget(cutWindows(lens, l.opts.Stride, l.opts.Context), 1, 0, 0)
-	loss, err := l.trainWindows(seqs, first, wins, func(c *consts, pos, _ int, weight float64) { c.setCrossEntropy(pos, n, weight) })
+	loss, err := l.trainWindows(seqs, first, wins, func(c *consts, pos, _, _ int, weight float64) { c.setCrossEntropy(pos, n, weight) })
 	if err != nil {
 		return err
 	}
