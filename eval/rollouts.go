@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -37,15 +38,20 @@ func (b *Batch) StatesInto(g *tasks.Graph, states, last []int32) ([]int32, []int
 
 // Marked lists where a batch's tokens leave marked states
 // (StatesMarkedInto): rollout i's positions, counted from its first
-// token, in order, are Pos[Starts[i]:][:N[i]] (Starts the batch's).
+// token, in order (At). Marked tokens are few (a fork baseline's
+// fork-incoming ones), so each core appends its rollouts' positions to a
+// buffer of its own instead of a batch-long one (4 bytes a sampled token,
+// a thirtieth of a paper-size transformer run's memory).
 type Marked struct {
-	Pos []int32 // (tokens) reused from call to call; only the listed ones are written
-	N   []int32 // (rollouts)
+	pos [][]int32 // each core's positions, reused from call to call
+	of  []int32   // (rollouts) the core that walked rollout i
+	at  []int     // (rollouts) where its positions start in that core's
+	n   []int32   // (rollouts) and how many there are
 }
 
 // At returns rollout i's marked positions. The slice is valid until the
 // next StatesMarkedInto into m.
-func (m *Marked) At(b *Batch, i int) []int32 { return m.Pos[b.Starts[i]:][:m.N[i]] }
+func (m *Marked) At(b *Batch, i int) []int32 { return m.pos[m.of[i]][m.at[i]:][:m.n[i]] }
 
 // StatesMarkedInto is StatesInto that also lists, into m when m is not
 // nil, the positions of the tokens that leave a state s with mark[s] (a
@@ -53,24 +59,38 @@ func (m *Marked) At(b *Batch, i int) []int32 { return m.Pos[b.Starts[i]:][:m.N[i
 // states to find them was a twentieth of a paper-size bigram PPO step).
 func (b *Batch) StatesMarkedInto(g *tasks.Graph, states, last []int32, mark []bool, m *Marked) ([]int32, []int32) {
 	states, last = resize(states, len(b.Entries)), resize(last, len(b.Targets))
+	cores := min(runtime.GOMAXPROCS(0), len(b.Targets))
 	if m != nil {
-		m.Pos, m.N = resize(m.Pos, len(b.Entries)), resize(m.N, len(b.Targets))
+		m.of, m.at, m.n = resize(m.of, len(b.Targets)), resize(m.at, len(b.Targets)), resize(m.n, len(b.Targets))
+		for len(m.pos) < cores {
+			m.pos = append(m.pos, nil)
+		}
 	}
 	var next atomic.Int64 // the next rollout to take
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(b.Targets)) {
+	for k := range cores {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var pos []int32
+			if m != nil {
+				pos = m.pos[k][:0]
+			}
 			for i := int(next.Add(1) - 1); i < len(b.Targets); i = int(next.Add(1) - 1) {
 				lo, hi := b.Starts[i], b.Starts[i+1]
 				if m == nil {
 					last[i] = walkStates(states[lo:hi], b.Entries[lo:hi], g.Next)
 					continue
 				}
+				at := len(pos)
+				pos = slices.Grow(pos, hi-lo)
 				var n int
-				last[i], n = walkStatesMarked(states[lo:hi], b.Entries[lo:hi], g.Next, mark, m.Pos[lo:hi])
-				m.N[i] = int32(n)
+				last[i], n = walkStatesMarked(states[lo:hi], b.Entries[lo:hi], g.Next, mark, pos[at:at+hi-lo])
+				pos = pos[:at+n]
+				m.of[i], m.at[i], m.n[i] = int32(k), at, int32(n)
+			}
+			if m != nil {
+				m.pos[k] = pos
 			}
 		}()
 	}

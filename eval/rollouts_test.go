@@ -232,20 +232,26 @@ func TestRolloutsStopOnCancel(t *testing.T) {
 
 // TestStatesMarkedInto: the states are StatesInto's, and the marked
 // positions of each rollout are those of its tokens whose state is
-// marked, in order.
+// marked, in order, also when m's memory held an earlier, larger batch's.
 func TestStatesMarkedInto(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
+	mark := make([]bool, g.NumStates())
+	for s := 0; s < g.NumStates(); s += 3 {
+		mark[s] = true
+	}
+	var m Marked
+	var earlier Buffers
+	big, err := earlier.Rollouts(context.Background(), sampler(t, g, PolicyPretrained(g)), 90, nil, 0, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.StatesMarkedInto(g, nil, nil, mark, &m)
 	var buf Buffers
 	batch, err := buf.Rollouts(context.Background(), sampler(t, g, PolicyPretrained(g)), 40, nil, 0, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mark := make([]bool, g.NumStates())
-	for s := 0; s < g.NumStates(); s += 3 {
-		mark[s] = true
-	}
 	want, wantLast := batch.StatesInto(g, nil, nil)
-	var m Marked
 	states, last := batch.StatesMarkedInto(g, nil, nil, mark, &m)
 	if !slices.Equal(states, want) || !slices.Equal(last, wantLast) {
 		t.Fatal("states differ from StatesInto's")
