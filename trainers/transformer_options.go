@@ -191,11 +191,14 @@ func checkMemory(g *tasks.Graph, cfg Config, opts TransformerOptions, tc nn.Tran
 }
 
 // transitionWords is the memory of one sampled transition, in 8-byte words:
-// its entry and log-probability (1.5) and its row (the mean out-degree),
-// each twice (the workers' buffers and the joined batch), and the trainer's
-// six per-token words.
+// in the sampler's buffers its entry and log-probability (1.5) and its row
+// (the mean out-degree), in the joined batch its entry and log-probability
+// again (the rows are views), and the trainer's per-token arrays (state,
+// row start and table index at half a word each, the advantage), all of
+// it twice: the collector lets the heap grow to twice its live data
+// (GOGC=100) before it collects.
 func transitionWords(g *tasks.Graph, tc nn.TransformerConfig) float64 {
-	return 2*(1.5+float64(tc.Support.NNZ())/float64(g.NumStates())) + 6
+	return 2 * (1.5 + float64(tc.Support.NNZ())/float64(g.NumStates()) + 1.5 + 2.5)
 }
 
 func (l *transformer) transitionBytes() float64 { return l.tokenBytes }

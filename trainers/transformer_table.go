@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -50,9 +51,8 @@ type tableData struct {
 // that the expected gradient is the full one; seeded by the step and the
 // minibatch, so a resumed run draws the same subsets.
 type tableTokens struct {
-	tokens   []int32 // batch indices, in batch order
-	rollouts []int32 // each token's rollout
-	scale    float64 // each token's weight: the inverse sampling rate
+	tokens []int32 // batch indices, increasing (a token's rollout: rolloutAt)
+	scale  float64 // each token's weight: the inverse sampling rate
 }
 
 // newTableData gathers the table pass's view of a batch whose rollouts
@@ -85,12 +85,12 @@ func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []in
 	for k := range rs {
 		at[k+1] += at[k]
 	}
-	out := tableTokens{tokens: kernels.Grow(l.tableIn[mb].tokens, at[len(rs)]), rollouts: kernels.Grow(l.tableIn[mb].rollouts, at[len(rs)])}
+	out := tableTokens{tokens: kernels.Grow(l.tableIn[mb].tokens, at[len(rs)])}
 	kernels.ParallelEach(len(rs), func(k int) {
 		i, j := rs[k], at[k]
 		for t := ab.Starts[i]; t < ab.Starts[i+1]; t++ {
 			if l.t.trained[states[t]] {
-				out.tokens[j], out.rollouts[j] = int32(t), int32(i)
+				out.tokens[j] = int32(t)
 				j++
 			}
 		}
@@ -101,9 +101,9 @@ func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []in
 		rng := rand.New(rand.NewPCG(l.t.stepSeed()^0x13198a2e03707344, uint64(mb)))
 		pick := rng.Perm(len(out.tokens))[:k]
 		slices.Sort(pick)
-		sub := tableTokens{tokens: make([]int32, k), rollouts: make([]int32, k), scale: float64(len(out.tokens)) / float64(k)}
+		sub := tableTokens{tokens: make([]int32, k), scale: float64(len(out.tokens)) / float64(k)}
 		for j, p := range pick {
-			sub.tokens[j], sub.rollouts[j] = out.tokens[p], out.rollouts[p]
+			sub.tokens[j] = out.tokens[p]
 		}
 		out = sub
 	}
@@ -126,13 +126,17 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 	ab, states := tb.ab, tb.states
 	chunk, _ := batch.Shape()
 	for c := 0; c < len(in.tokens); c += chunk {
-		toks, rolls := in.tokens[c:min(c+chunk, len(in.tokens))], in.rollouts[c:]
+		toks := in.tokens[c:min(c+chunk, len(in.tokens))]
 		inParts(len(toks), func(j0, j1 int) { // the rows are read from all over the batch: on every core
+			r := rolloutAt(ab, toks[j0])
 			for j := j0; j < j1; j++ {
 				k := toks[j]
+				for int(k) >= ab.Starts[r+1] {
+					r++
+				}
 				s := int(states[k])
 				lo, hi := g.Offsets[s], g.Offsets[s+1]
-				row := ab.Rows[rolls[j]][tb.rowStart[k]:][:hi-lo]
+				row := ab.Rows[r][tb.rowStart[k]:][:hi-lo]
 				off := batch.Set(j, lo, hi-lo, int(ab.Entries[k])-lo)
 				for e := lo; e < hi; e++ {
 					off[e-lo] = row[e-lo] - tb.b0[e]
@@ -144,8 +148,12 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 		}
 		c := p.begin()
 		inParts(len(toks), func(j0, j1 int) {
+			r := rolloutAt(ab, toks[j0])
 			for j := j0; j < j1; j++ {
-				l.setSampled(c, j, int(rolls[j]), int(toks[j]), in.scale, ab, adv, div)
+				for int(toks[j]) >= ab.Starts[r+1] {
+					r++
+				}
+				l.setSampled(c, j, r, int(toks[j]), in.scale, ab, adv, div)
 			}
 		})
 		if _, err := p.accumulate(); err != nil {
@@ -156,6 +164,14 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 		return fmt.Errorf("trainers: step %d: table: %w", t.done, err)
 	}
 	return nil
+}
+
+// rolloutAt is the rollout of the batch's token t. A minibatch's tokens
+// are increasing, so a loop over them finds the first one's rollout here
+// and the next ones by walking on (the tokens' rollouts, kept, were 4
+// bytes a sampled token).
+func rolloutAt(ab *eval.AgentBatch, t int32) int {
+	return sort.SearchInts(ab.Starts, int(t)+1) - 1
 }
 
 // rowStarts is where each token's row starts in its rollout's Rows (see
