@@ -2,6 +2,7 @@ package trainers
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
@@ -18,7 +19,10 @@ import (
 // second of step and per second of the windows pass alone, seconds per
 // step, CPU seconds per step (all cores summed) and the wall seconds per
 // step of the sampling (its rollouts), the table pass and the windows
-// pass.
+// pass; and the memory the trainer keeps after its steps (live-MB: the
+// heap after a collection, the trainer still in use) per token of the
+// largest batch it sampled (live-B/token): its buffers are kept from step
+// to step at their largest, so this is what a run's peak grows with.
 func BenchmarkTransformerPPOStep(b *testing.B) {
 	for _, c := range benchSizes {
 		b.Run(c.name, func(b *testing.B) {
@@ -30,6 +34,7 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 				b.Fatal(err)
 			}
 			sampled, trained := 0, 0
+			largest := tr.smp.tokens // the warm-up's batch, and the measurement's before it
 			l := tr.l.(*transformer)
 			pass, table, smpT := l.passTime, l.tableTime, l.sampleTime
 			cpu := cpuSeconds()
@@ -39,8 +44,16 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 					b.Fatal(err)
 				}
 				sampled, trained = sampled+tr.smp.tokens-s0, trained+tr.smp.trained-t0
+				largest = max(largest, tr.smp.tokens-s0)
 			}
 			sec := b.Elapsed().Seconds()
+			b.StopTimer()
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			runtime.KeepAlive(tr)
+			b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "live-MB")
+			b.ReportMetric(float64(ms.HeapAlloc)/float64(largest), "live-B/token")
 			b.ReportMetric(float64(sampled)/sec, "sampled-tokens/s")
 			b.ReportMetric(float64(trained)/sec, "trained-tokens/s")
 			b.ReportMetric(float64(trained)/(l.passTime-pass).Seconds(), "windows-tokens/s")
