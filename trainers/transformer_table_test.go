@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -237,4 +238,35 @@ func TestTableTokensUnbiased(t *testing.T) {
 		f.tf.t.done = d
 		return f.step(t)
 	})
+}
+
+// TestRolloutSeqs: the windows pass's view of a batch (rolloutSeqs, read
+// from the walk's states) gives every window [from, to] of every rollout
+// the tokens the tokenizer gives it (sequences), the last token included.
+func TestRolloutSeqs(t *testing.T) {
+	f := newTableFixture(t, 0)
+	want, err := f.tf.sequences(&f.ab.Batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rolloutSeqs{b: &f.ab.Batch, states: f.states, next: f.tf.t.g.Next}
+	windows := 0
+	for i := range f.ab.Targets {
+		n := len(want[i].tokens)
+		if got.len(i) != n || got.target(i) != want.target(i) {
+			t.Fatalf("rollout %d: %d tokens toward %d, want %d toward %d", i, got.len(i), got.target(i), n, want.target(i))
+		}
+		for from := 0; from < n; from++ {
+			for to := from; to < n; to++ {
+				g, w := got.window([]int{-1}, i, from, to), want.window([]int{-1}, i, from, to)
+				if !slices.Equal(g, w) {
+					t.Fatalf("rollout %d, window [%d, %d]: %v, want %v", i, from, to, g, w)
+				}
+				windows++
+			}
+		}
+	}
+	if windows == 0 {
+		t.Fatal("no window compared")
+	}
 }
