@@ -35,16 +35,27 @@ type RowAgent interface {
 }
 
 // AgentBatch is a Batch of agent rollouts with each transition's
-// log-probability under the agent when it was sampled, and, when the
-// agents are RowAgents, the log-probabilities of every transition's whole
-// row: Rows[i] holds rollout i's back to back, each transition's taking
-// as many values as LastRow reported for it. Rows[i] is a view of the
+// log-probability under the agent when it was sampled, or, when the agents
+// are RowAgents, the log-probabilities of every transition's whole row:
+// Rows[i] holds rollout i's back to back, each transition's taking as many
+// values as LastRow reported for it, and a transition's log-probability is
+// its row's value at its entry (RowLogProb). Rows[i] is a view of the
 // worker's buffer that drew it, not a copy: joining them into one slice
-// cost 1.4 s of a 5 s transformer step at the paper's size.
+// cost 1.4 s of a 5 s transformer step at the paper's size. (The
+// log-probabilities kept beside the rows, in the workers' buffers and
+// again in the batch, were 16 bytes a token of a paper-size transformer
+// run.)
 type AgentBatch struct {
 	Batch
-	LogProbs []float64   // one per entry of Entries
+	LogProbs []float64   // one per entry of Entries; nil when the agents are RowAgents
 	Rows     [][]float64 // nil unless the agents are RowAgents
+}
+
+// RowLogProb is the log-probability of token t of rollout i whose row
+// starts at rowStart in Rows[i], drawn from state s (Rows' values for it
+// are the row of s's valid next states, in CSR order).
+func (b *AgentBatch) RowLogProb(g *tasks.Graph, i, t, rowStart, s int) float64 {
+	return b.Rows[i][rowStart+int(b.Entries[t])-g.Offsets[s]]
 }
 
 // AgentRollouts draws n rollouts of agents made by newAgent (one per
@@ -109,16 +120,18 @@ func (b *Buffers) agentRollouts(ctx context.Context, g *tasks.Graph, newAgent fu
 		var err error
 		if ra, ok := w.a.(RowAgent); ok {
 			rec := &rowRecorder{RowAgent: ra, rows: &w.rows}
-			w.entries, w.logp, out.Hit[i], err = agentRollout(ctx, g, rec, out.Targets[i], horizon, rng, w.entries, w.logp)
+			w.entries, out.Hit[i], err = agentRollout(ctx, g, rec, out.Targets[i], horizon, rng, w.entries, nil)
 		} else {
-			w.entries, w.logp, out.Hit[i], err = agentRollout(ctx, g, w.a, out.Targets[i], horizon, rng, w.entries, w.logp)
+			w.entries, out.Hit[i], err = agentRollout(ctx, g, w.a, out.Targets[i], horizon, rng, w.entries, &w.logp)
 		}
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("eval: agent: %w", err)
 	}
-	b.join(b.workers[:min(runtime.GOMAXPROCS(0), n)], n, true)
+	ws := b.workers[:min(runtime.GOMAXPROCS(0), n)]
+	_, rows := ws[0].a.(RowAgent)
+	b.join(ws, n, !rows)
 	return out, nil
 }
 
@@ -272,7 +285,7 @@ func AgentMonteCarlo(ctx context.Context, g *tasks.Graph, newAgent func() (Agent
 		return &agentWorker{a: a}, err
 	}, func(i int, w *agentWorker, rng *rand.Rand) error {
 		var err error
-		w.entries, w.logp, hits[i], err = agentRollout(ctx, g, w.a, 1+rng.IntN(g.W()), horizon, rng, w.entries[:0], w.logp[:0])
+		w.entries, hits[i], err = agentRollout(ctx, g, w.a, 1+rng.IntN(g.W()), horizon, rng, w.entries[:0], nil)
 		lens[i] = len(w.entries)
 		return err
 	})
@@ -289,7 +302,9 @@ func Rollout(ctx context.Context, g *tasks.Graph, a Agent, target, horizon int, 
 	if target < 1 || target > g.W() || horizon < 1 {
 		return nil, nil, false, fmt.Errorf("eval: rollout: target %d, horizon %d: want a target in [1, %d] and a horizon >= 1", target, horizon, g.W())
 	}
-	return agentRollout(ctx, g, a, target, horizon, rng, nil, nil)
+	var logp []float64
+	entries, hit, err := agentRollout(ctx, g, a, target, horizon, rng, nil, &logp)
+	return entries, logp, hit, err
 }
 
 // rowRecorder is a RowAgent whose Next appends the row it drew from.
@@ -307,34 +322,39 @@ func (r *rowRecorder) Next(s int, rng *rand.Rand) (int, float64, error) {
 }
 
 // agentRollout runs one rollout of a toward target, appending the entries
-// taken and their log-probabilities to the buffers (which may hold earlier
-// rollouts: the horizon counts this one's transitions).
-func agentRollout(ctx context.Context, g *tasks.Graph, a Agent, target, horizon int, rng *rand.Rand, entries []int32, logp []float64) ([]int32, []float64, bool, error) {
+// taken to entries and their log-probabilities to *logp (which may hold
+// earlier rollouts: the horizon counts this one's transitions); with logp
+// nil it keeps no log-probabilities (a RowAgent's are in its rows, a Monte
+// Carlo estimate needs none) but checks them still.
+func agentRollout(ctx context.Context, g *tasks.Graph, a Agent, target, horizon int, rng *rand.Rand, entries []int32, logp *[]float64) ([]int32, bool, error) {
 	if err := a.Start(target); err != nil {
-		return entries, logp, false, err
+		return entries, false, err
 	}
 	s, start := 0, len(entries)
 	for len(entries)-start < horizon {
 		if len(entries)%checkEvery == checkEvery-1 && ctx.Err() != nil {
-			return entries, logp, false, ctx.Err()
+			return entries, false, ctx.Err()
 		}
 		e, lp, err := a.Next(s, rng)
 		if err != nil {
-			return entries, logp, false, err
+			return entries, false, err
 		}
 		if e < g.Offsets[s] || e >= g.Offsets[s+1] {
-			return entries, logp, false, fmt.Errorf("entry %d is not a transition from %s", e, g.Name(s))
+			return entries, false, fmt.Errorf("entry %d is not a transition from %s", e, g.Name(s))
 		}
 		if math.IsNaN(lp) || lp > 0 {
-			return entries, logp, false, fmt.Errorf("log-probability %v of %s -> %s: want <= 0", lp, g.Name(s), g.Name(g.Next[e]))
+			return entries, false, fmt.Errorf("log-probability %v of %s -> %s: want <= 0", lp, g.Name(s), g.Name(g.Next[e]))
 		}
-		entries, logp = append(entries, int32(e)), append(logp, lp)
+		entries = append(entries, int32(e))
+		if logp != nil {
+			*logp = append(*logp, lp)
+		}
 		s = g.Next[e]
 		if g.Hits(s, target) {
-			return entries, logp, true, nil
+			return entries, true, nil
 		}
 	}
-	return entries, logp, false, nil
+	return entries, false, nil
 }
 
 // MarkovAgent samples a Markov policy (a transition table in CSR order) as

@@ -106,6 +106,7 @@ type transformer struct {
 	// tableIn is the table pass's tokens of each minibatch, reused from
 	// update to update (transformer_table.go).
 	tableIn []tableTokens
+	oldLog  []float64    // a table fill's log-probabilities at sampling (trainTable)
 	buf     eval.Buffers // the rollouts' memory, reused from step to step
 	// rowStart is where each token of the step's batch starts in its
 	// rollout's rows (rowStarts).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlvr-backtrack/backtrack/eval"
 	"github.com/rlvr-backtrack/backtrack/nn"
+	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
 // items are what a pass's loss is built over: the log-probabilities of N
@@ -175,16 +176,17 @@ func (c *consts) setCrossEntropy(pos int, n, weight float64) { c.w[pos] = -weigh
 // setSampled sets the constants of position pos from the batch's token item,
 // of rollout r, for the trainer's sampled loss, its terms weighted by
 // weight (the inverse sampling rate of a subsample) and divided by div[r]
-// (lossDivs.rollout): REINFORCE's weight -A/div, or
-// the clipped objective's advantage, old log-probability and, with KL or
+// (lossDivs.rollout): REINFORCE's weight -A/div, or the clipped
+// objective's advantage, the token's log-probability at sampling (oldLog)
+// and, with KL or
 // entropy terms, its slots' shares and reference log-probabilities
 // (PPO's). Distinct positions may be set on several goroutines.
-func (l *transformer) setSampled(c *consts, pos, r, item int, weight float64, ab *eval.AgentBatch, adv, div []float64) {
+func (l *transformer) setSampled(c *consts, pos, r, item int, weight, oldLog float64, ab *eval.AgentBatch, adv, div []float64) {
 	if c.w != nil {
 		c.w[pos] = -adv[item] * weight / div[r]
 		return
 	}
-	c.oldLog[pos] = ab.LogProbs[item]
+	c.oldLog[pos] = oldLog
 	if a := adv[item] * weight / div[r]; a > 0 {
 		c.advPos[pos] = a
 	} else {
@@ -203,6 +205,35 @@ func (l *transformer) setSampled(c *consts, pos, r, item int, weight float64, ab
 			}
 		}
 	}
+}
+
+// batchTokens is a sampled batch as the passes read it token by token:
+// its entries, states and each token's log-probability at sampling.
+type batchTokens struct {
+	ab       *eval.AgentBatch
+	g        *tasks.Graph
+	states   []int32
+	rowStart []int32 // where each token's row starts in its rollout's ab.Rows (nil without rows)
+}
+
+// batchTokens is the batch ab with its states, and its rows' starts when
+// the agents reported rows.
+func (l *transformer) batchTokens(ab *eval.AgentBatch, states []int32) *batchTokens {
+	bt := &batchTokens{ab: ab, g: l.t.g, states: states}
+	if ab.Rows != nil {
+		bt.rowStart = l.rowStarts(ab, states)
+	}
+	return bt
+}
+
+// logp is the log-probability at sampling of token t, of rollout r: the
+// batch's, or with rows, its row's value at its entry (a token at a fixed
+// row has none: the passes read only trained ones).
+func (bt *batchTokens) logp(r, t int) float64 {
+	if bt.ab.LogProbs != nil {
+		return bt.ab.LogProbs[t]
+	}
+	return bt.ab.RowLogProb(bt.g, r, t, int(bt.rowStart[t]), int(bt.states[t]))
 }
 
 // checkFinite refuses parameters that an update made NaN or infinite.

@@ -37,11 +37,9 @@ import (
 
 // tableData is what the table pass reads of a batch, for one update.
 type tableData struct {
-	ab       *eval.AgentBatch
-	states   []int32
-	rowStart []int32       // where each token's row starts in its rollout's ab.Rows
-	b0       []float64     // B at sampling
-	mini     []tableTokens // each minibatch's tokens
+	*batchTokens               // with the rows' starts
+	b0           []float64     // B at sampling
+	mini         []tableTokens // each minibatch's tokens
 }
 
 // tableTokens are the tokens of one minibatch the table pass trains on:
@@ -57,12 +55,11 @@ type tableTokens struct {
 
 // newTableData gathers the table pass's view of a batch whose rollouts
 // are dealt into the minibatches mini.
-func (l *transformer) newTableData(ab *eval.AgentBatch, states []int32, mini [][]int) *tableData {
+func (l *transformer) newTableData(bt *batchTokens, mini [][]int) *tableData {
 	ls := l.tr.Learnables()
-	tb := &tableData{ab: ab, states: states, rowStart: l.rowStarts(ab, states),
-		b0: slices.Clone(ls[len(ls)-1].Value().Data().([]float64))}
+	tb := &tableData{batchTokens: bt, b0: slices.Clone(ls[len(ls)-1].Value().Data().([]float64))}
 	for mb, rs := range mini {
-		tb.mini = append(tb.mini, l.tableTokensOf(ab, states, rs, mb, len(mini)))
+		tb.mini = append(tb.mini, l.tableTokensOf(bt.ab, bt.states, rs, mb, len(mini)))
 	}
 	return tb
 }
@@ -125,6 +122,8 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 	g, t, p, batch := l.t.g, l.t, l.table, l.tbl
 	ab, states := tb.ab, tb.states
 	chunk, _ := batch.Shape()
+	l.oldLog = kernels.Grow(l.oldLog, chunk)
+	old := l.oldLog // each token's log-probability at sampling, read from its row here
 	for c := 0; c < len(in.tokens); c += chunk {
 		toks := in.tokens[c:min(c+chunk, len(in.tokens))]
 		inParts(len(toks), func(j0, j1 int) { // the rows are read from all over the batch: on every core
@@ -137,6 +136,7 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 				s := int(states[k])
 				lo, hi := g.Offsets[s], g.Offsets[s+1]
 				row := ab.Rows[r][tb.rowStart[k]:][:hi-lo]
+				old[j] = row[int(ab.Entries[k])-lo]
 				off := batch.Set(j, lo, hi-lo, int(ab.Entries[k])-lo)
 				for e := lo; e < hi; e++ {
 					off[e-lo] = row[e-lo] - tb.b0[e]
@@ -153,7 +153,7 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 				for int(toks[j]) >= ab.Starts[r+1] {
 					r++
 				}
-				l.setSampled(c, j, r, int(toks[j]), in.scale, ab, adv, div)
+				l.setSampled(c, j, r, int(toks[j]), in.scale, old[j], ab, adv, div)
 			}
 		})
 		if _, err := p.accumulate(); err != nil {

@@ -76,7 +76,7 @@ func (f *tableFixture) stepFrom(t *testing.T, b []float64) []float64 {
 	for i := range rs {
 		rs[i] = i
 	}
-	td := f.tf.newTableData(f.ab, f.states, [][]int{rs})
+	td := f.tf.newTableData(f.tf.batchTokens(f.ab, f.states), [][]int{rs})
 	ls := f.tf.tr.Learnables()
 	copy(ls[len(ls)-1].Value().Data().([]float64), b)
 	div := make([]float64, len(f.ab.Targets)) // per rollout
@@ -192,7 +192,7 @@ func checkTableStep(t *testing.T, f *tableFixture, b []float64, eps float64) int
 				a := int(f.ab.Entries[k])
 				r := 1.0
 				if tf.t.cfg.Trainer.Clipped() {
-					r = math.Exp(logp[a-lo] - f.ab.LogProbs[k])
+					r = math.Exp(logp[a-lo] - f.ab.RowLogProb(g, i, k, int(f.rowStart[k]), s)) // the sampled log-probability, in its row
 					if f.adv[k] > 0 && r > 1+eps || f.adv[k] < 0 && r < 1-eps {
 						r = 0
 						clipped++

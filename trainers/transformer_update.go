@@ -27,9 +27,10 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 		mini[minibatchOf(i, m)] = append(mini[minibatchOf(i, m)], i)
 	}
 	trained := 0 // positions of the windows trained, over the epochs
+	bt := l.batchTokens(ab, states)
 	var tab *tableData
 	if l.table != nil {
-		tab = l.newTableData(ab, states, mini)
+		tab = l.newTableData(bt, mini)
 	}
 	for epoch := range epochs {
 		for mb, rs := range mini {
@@ -51,7 +52,7 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 				trained += w.to - w.train
 			}
 			fill := func(c *consts, pos, seq, item int, weight float64) {
-				l.setSampled(c, pos, seq, item, weight, ab, adv, div)
+				l.setSampled(c, pos, seq, item, weight, bt.logp(seq, item), ab, adv, div)
 			}
 			if _, err := l.trainWindows(seqs, ab.Starts, wins, fill); err != nil {
 				return ratioStats{}, err
@@ -65,7 +66,7 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 	if !cfg.Trainer.Clipped() {
 		return ratioStats{trained: trained, gradNorm: norm}, nil
 	}
-	rs, err := l.ratios(ab, states)
+	rs, err := l.ratios(bt)
 	rs.trained, rs.gradNorm = trained, norm
 	return rs, err
 }
@@ -191,8 +192,8 @@ const entropyBlock = 1 << 14
 // first rollouts of the batch up to the trained-token budget (a statistic
 // of the batch, not all of it: at the paper's size a batch holds millions
 // of tokens).
-func (l *transformer) ratios(ab *eval.AgentBatch, states []int32) (ratioStats, error) {
-	t := l.t
+func (l *transformer) ratios(bt *batchTokens) (ratioStats, error) {
+	t, ab, states := l.t, bt.ab, bt.states
 	sp := l.tr.Sampler()
 	var rs ratioStats
 	for i, target := range ab.Targets {
@@ -209,7 +210,7 @@ func (l *transformer) ratios(ab *eval.AgentBatch, states []int32) (ratioStats, e
 				return rs, fmt.Errorf("trainers: step %d: %w", t.done, err)
 			}
 			if t.trained[x] {
-				rs.add(math.Exp(logp[int(ab.Entries[tok])-t.g.Offsets[x]]-ab.LogProbs[tok]), t.cfg.Clip)
+				rs.add(math.Exp(logp[int(ab.Entries[tok])-t.g.Offsets[x]]-bt.logp(i, tok)), t.cfg.Clip)
 			}
 		}
 	}
