@@ -123,3 +123,79 @@ func TestRolloutsToTargets(t *testing.T) {
 		t.Error("target 4 of W=3 accepted")
 	}
 }
+
+// rowMarkov is a MarkovAgent that reports its rows' log-probabilities,
+// none at states below skip (as the transformer's fixed rows report none).
+type rowMarkov struct {
+	*MarkovAgent
+	skip int
+	last int
+	row  []float64
+}
+
+func (r *rowMarkov) Next(s int, rng *rand.Rand) (int, float64, error) {
+	r.last = s
+	return r.MarkovAgent.Next(s, rng)
+}
+
+func (r *rowMarkov) LastRow() []float64 {
+	if r.last < r.skip {
+		return nil
+	}
+	g := r.g
+	r.row = r.row[:0]
+	for _, p := range r.probs[g.Offsets[r.last]:g.Offsets[r.last+1]] {
+		r.row = append(r.row, math.Log(p))
+	}
+	return r.row
+}
+
+// TestAgentRowsHoldLogProbs: a RowAgent's batch keeps no log-probabilities
+// beside its rows; each token with a row finds its own there, at its
+// entry (RowLogProb), the one Next returned; and the rows hold the rows
+// reported, empty ones taking no room. A batch of the same seed without
+// rows is the same batch.
+func TestAgentRowsHoldLogProbs(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	p, _ := Named(g, "pretrained")
+	skip := 2 // states 0 (s0 -> f) and 1 report no row
+	plain, err := AgentRollouts(context.Background(), g, func() (Agent, error) { return NewMarkovAgent(g, p) }, 30, 1<<20, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := AgentRollouts(context.Background(), g, func() (Agent, error) {
+		m, err := NewMarkovAgent(g, p)
+		return &rowMarkov{MarkovAgent: m, skip: skip}, err
+	}, 30, 1<<20, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.LogProbs != nil || b.Rows == nil {
+		t.Fatalf("a RowAgent's batch: %d log-probabilities, rows %v: want none beside its rows", len(b.LogProbs), b.Rows != nil)
+	}
+	if !slices.Equal(b.Entries, plain.Entries) || !slices.Equal(b.Starts, plain.Starts) {
+		t.Fatal("the rows changed the batch drawn")
+	}
+	states, _ := b.States(g)
+	withRow := 0
+	for i := range b.Targets {
+		at := 0
+		for tok := b.Starts[i]; tok < b.Starts[i+1]; tok++ {
+			s := int(states[tok])
+			if s < skip {
+				continue
+			}
+			if got, want := b.RowLogProb(g, i, tok, at, s), plain.LogProbs[tok]; got != want {
+				t.Fatalf("rollout %d, token %d: log-probability %v in its row, want %v", i, tok, got, want)
+			}
+			at += g.Offsets[s+1] - g.Offsets[s]
+			withRow++
+		}
+		if at != len(b.Rows[i]) {
+			t.Fatalf("rollout %d: rows hold %d values, want %d", i, len(b.Rows[i]), at)
+		}
+	}
+	if withRow == 0 || withRow == b.Tokens() {
+		t.Fatalf("%d of %d tokens have rows: want some with and some without", withRow, b.Tokens())
+	}
+}
