@@ -191,14 +191,15 @@ func checkMemory(g *tasks.Graph, cfg Config, opts TransformerOptions, tc nn.Tran
 }
 
 // transitionWords is the memory of one sampled transition, in 8-byte words:
-// in the sampler's buffers its entry and log-probability (1.5) and its row
-// (the mean out-degree), in the joined batch its entry and log-probability
-// again (the rows are views), and the trainer's per-token arrays (state,
-// row start and table index at half a word each, the advantage), all of
-// it twice: the collector lets the heap grow to twice its live data
-// (GOGC=100) before it collects.
+// in the sampler's buffers its entry (0.5) and its row of log-probabilities
+// (the mean out-degree), in the joined batch its entry again (the rows are
+// views), and the trainer's per-token arrays (state, row start and table
+// index at half a word each, the advantage), all of it twice: the
+// collector lets the heap grow to twice its live data (GOGC=100) before it
+// collects. (Without a table pass there are no rows, and a log-probability
+// a token in each buffer instead: less.)
 func transitionWords(g *tasks.Graph, tc nn.TransformerConfig) float64 {
-	return 2 * (1.5 + float64(tc.Support.NNZ())/float64(g.NumStates()) + 1.5 + 2.5)
+	return 2 * (0.5 + float64(tc.Support.NNZ())/float64(g.NumStates()) + 0.5 + 2.5)
 }
 
 func (l *transformer) transitionBytes() float64 { return l.tokenBytes }
