@@ -127,7 +127,7 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 	for c := 0; c < len(in.tokens); c += chunk {
 		toks := in.tokens[c:min(c+chunk, len(in.tokens))]
 		inParts(len(toks), func(j0, j1 int) { // the rows are read from all over the batch: on every core
-			r := rolloutAt(ab, toks[j0])
+			r := rolloutAt(&ab.Batch, int(toks[j0]))
 			for j := j0; j < j1; j++ {
 				k := toks[j]
 				for int(k) >= ab.Starts[r+1] {
@@ -148,7 +148,7 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 		}
 		c := p.begin()
 		inParts(len(toks), func(j0, j1 int) {
-			r := rolloutAt(ab, toks[j0])
+			r := rolloutAt(&ab.Batch, int(toks[j0]))
 			for j := j0; j < j1; j++ {
 				for int(toks[j]) >= ab.Starts[r+1] {
 					r++
@@ -166,13 +166,11 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 	return nil
 }
 
-// rolloutAt is the rollout of the batch's token t. A minibatch's tokens
-// are increasing, so a loop over them finds the first one's rollout here
-// and the next ones by walking on (the tokens' rollouts, kept, were 4
-// bytes a sampled token).
-func rolloutAt(ab *eval.AgentBatch, t int32) int {
-	return sort.SearchInts(ab.Starts, int(t)+1) - 1
-}
+// rolloutAt is the rollout of the batch's token t. A loop over increasing
+// tokens (a minibatch's, a block of the batch) finds the first one's
+// rollout here and the next ones by walking on (the table pass's tokens'
+// rollouts, kept, were 4 bytes a sampled token).
+func rolloutAt(b *eval.Batch, t int) int { return sort.SearchInts(b.Starts, t+1) - 1 }
 
 // rowStarts is where each token's row starts in its rollout's Rows (see
 // rowStartsInto), computed once per step for the batch and kept in

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 	"time"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
@@ -152,7 +151,7 @@ func (l *transformer) batchEntropy(ab *eval.AgentBatch, states []int32) float64 
 		var p []float64 // a row's probabilities (kernels.Exps: four at a time, where math.Exp cost 5% of a paper-size run)
 		for bk := lo; bk < hi; bk++ {
 			t0, t1 := bk*entropyBlock, min(len(states), (bk+1)*entropyBlock)
-			i := sort.SearchInts(ab.Starts, t0+1) - 1 // the rollout of token t0
+			i := rolloutAt(&ab.Batch, t0)
 			sum, n := 0.0, 0
 			for tok := t0; tok < t1; tok++ {
 				for tok >= ab.Starts[i+1] {
