@@ -314,6 +314,16 @@ func (tr *Transformer) Learnables() G.Nodes {
 	return ns
 }
 
+// TableLogits returns the per-entry logits B (NNZ, the support's entries
+// in order), nil with Init "identity". The slice is the parameter's own
+// memory: read it between updates, do not keep it.
+func (tr *Transformer) TableLogits() []float64 {
+	if tr.bias == nil {
+		return nil
+	}
+	return floatsOf(tr.bias)
+}
+
 // ParamValues returns copies of the parameter values, in Learnables order.
 func (tr *Transformer) ParamValues() [][]float64 {
 	var out [][]float64

@@ -268,6 +268,15 @@ func (b *bigram) current() error {
 	return b.measure(context.Background(), &row)
 }
 
+// valueAnalysis is the exact analysis of the current policy (baseline
+// exact: its own chain).
+func (b *bigram) valueAnalysis() (*eval.Analysis, error) {
+	if err := b.current(); err != nil {
+		return nil, err
+	}
+	return b.res, nil
+}
+
 // abcd adds a, b, c, d of the policy measured last: weighted by visits,
 // and per copy.
 func (b *bigram) abcd(row *Row) {

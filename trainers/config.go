@@ -98,7 +98,9 @@ type Config struct {
 	// batch's mean return); see tokenAdvantages. "fork" is "state-target"
 	// on returns bootstrapped at the fork-incoming states, where the walk
 	// renews (see targetAdvantages). "gae" uses instead GAE
-	// with a tabular critic V(state, target) (see critic). "group" is the
+	// with a tabular critic V(state, target) (see critic). "exact" takes
+	// each transition's advantage from the exact values of a Markov chain:
+	// the bigram's own, the transformer's table B's (see exact.go). "group" is the
 	// group-relative trainers' (and only theirs): the rewards of the
 	// rollout's group (see groupAdvantages).
 	Baseline string `json:"baseline"`
@@ -125,7 +127,7 @@ type Config struct {
 }
 
 // Baselines lists the values of Config.Baseline.
-var Baselines = []string{"gae", "fork", "state-target", "state", "batch", "group"}
+var Baselines = []string{"gae", "exact", "fork", "state-target", "state", "batch", "group"}
 
 // LRDecays lists the values of Config.LRDecay.
 var LRDecays = []string{"", "linear", "plateau"}

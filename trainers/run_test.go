@@ -54,7 +54,7 @@ func TestResumeIsBitIdentical(t *testing.T) {
 		stepTokens             int
 	}{
 		{"rlvr-exact", "sign", "", 0}, {"rlvr-exact", "sgd", "", 0}, {"rlvr-exact", "adam", "", 0}, {"pretrain", "adam", "", 0},
-		{"sft", "adam", "", 0}, {"ppo", "adam", "state", 0}, {"ppo", "adam", "gae", 0}, {"reinforce", "sgd", "state-target", 0},
+		{"sft", "adam", "", 0}, {"ppo", "adam", "state", 0}, {"ppo", "adam", "gae", 0}, {"ppo", "adam", "exact", 0}, {"reinforce", "sgd", "state-target", 0},
 		{"grpo", "adam", "", 0}, {"dr-grpo", "sgd", "", 0},
 		{"ppo", "adam", "fork", 60}, {"grpo", "adam", "", 60}, // batches whose size follows the hitting time
 	} {

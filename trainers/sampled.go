@@ -40,6 +40,7 @@ type sampled struct {
 	// millions of tokens).
 	states, last []int32
 	forkAt       eval.Marked // the fork-incoming tokens (fork baseline)
+	values       []float64   // h_x(s) of the step's chain (baseline exact: exactValues)
 	adv          advantages  // the latest batch's (the token baselines' memory)
 	div          lossDivs
 
@@ -166,6 +167,21 @@ func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, 
 		s.batch.FlatGroups = float64(flat) / float64(len(lens)/cfg.GroupSize)
 	case s.critic != nil:
 		adv = s.critic.advantages(lens, b.Hit, states, last, b.Targets, cfg.Beta, &s.batch)
+		if cfg.NormalizeAdvantages {
+			normalize(adv)
+		}
+	case cfg.Baseline == "exact":
+		v, ok := t.l.(valuer)
+		if !ok {
+			return nil, nil, nil, nil, fmt.Errorf("trainers: baseline exact: a %s model has no exact values", t.l.layout())
+		}
+		res, err := v.valueAnalysis()
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("trainers: baseline exact: %w", err)
+		}
+		n := t.g.NumStates()
+		s.values = exactValues(s.values, res, t.g.W(), n)
+		adv = exactAdvantages(lens, b.Hit, states, last, b.Targets, s.values, n, cfg.Beta, s.adv.v)
 		if cfg.NormalizeAdvantages {
 			normalize(adv)
 		}

@@ -66,7 +66,10 @@ func init() {
 		},
 		validate: func(cfg Config, s Setup) error {
 			if cfg.Baseline == "gae" {
-				return fmt.Errorf("trainers: baseline gae: the tabular critic assumes a Markov policy; the transformer takes fork, state-target, state or batch")
+				return fmt.Errorf("trainers: baseline gae: the tabular critic assumes a Markov policy; the transformer takes exact, fork, state-target, state or batch")
+			}
+			if cfg.Baseline == "exact" && cfg.Trainer.Sampled() && s.Transformer.Init == "identity" {
+				return fmt.Errorf("trainers: baseline exact: the transformer's values are those of its table B, which init-mode identity has none of: want init-mode table, or another baseline")
 			}
 			return s.Transformer.Validate()
 		},
@@ -101,6 +104,9 @@ type transformer struct {
 
 	ref     []float64 // the starting bigram's policy, CSR order
 	teacher []float64 // distill
+	// tableProbs is the bigram of the table B, CSR order (baseline exact:
+	// valueAnalysis), reused from step to step.
+	tableProbs []float64
 
 	st transformerState
 	// tableIn is the table pass's tokens of each minibatch, reused from
@@ -413,3 +419,24 @@ func (l *transformer) close() error {
 func (l *transformer) state() any              { return &l.st }
 func (l *transformer) layout() string          { return "transformer" }
 func (l *transformer) vocab() *tokenizer.Vocab { return l.tok }
+
+// valueAnalysis is the exact analysis of the bigram the table B defines
+// (baseline exact): softmax(B) in the trained rows, which is the
+// transformer's own policy while U = 0, and the starting bigram in the rows
+// the paper fixes, which the transformer samples from it.
+func (l *transformer) valueAnalysis() (*eval.Analysis, error) {
+	g, t := l.t.g, l.t
+	b := l.tr.TableLogits()
+	if b == nil {
+		return nil, fmt.Errorf("the transformer has no table B (init-mode identity)")
+	}
+	p := kernels.Grow(l.tableProbs, len(g.Next))
+	kernels.SoftmaxRows(p, b[:len(g.Next)], g.Offsets)
+	for s := range g.NumStates() {
+		if !t.trained[s] {
+			copy(p[g.Offsets[s]:g.Offsets[s+1]], l.ref[g.Offsets[s]:g.Offsets[s+1]])
+		}
+	}
+	l.tableProbs = p
+	return t.an.Analyze(p)
+}

@@ -135,8 +135,11 @@
 //	                       (given the rollout's target), fork (state-target on returns
 //	                       bootstrapped at the fork: an excursion's tokens see its own
 //	                       rewards plus the target's mean return from the fork), batch,
-//	                       or gae (GAE with a tabular critic of state and target;
-//	                       -lambda, -critic-rate) (default: the model's, see below);
+//	                       gae (GAE with a tabular critic of state and target;
+//	                       -lambda, -critic-rate), or exact (each transition's
+//	                       advantage beta (h(s) - h(s') - 1) from the exact values
+//	                       of the bigram's own chain, or of the transformer's
+//	                       table B's) (default: the model's, see below);
 //	                       grpo, rloo, dr-grpo: group, the only one they take
 //	-normalize-advantages  reinforce, ppo: divide advantages by their standard
 //	                       deviation (true)

@@ -88,7 +88,7 @@ var runFlags = []runFlag{
 	{"clip", "train.clip", floatValue, "ppo, grpo, rloo, dr-grpo: ratio clip epsilon"},
 	{"kl-coef", "train.kl_coef", floatValue, "ppo: KL penalty to the starting policy; grpo, rloo, dr-grpo: its k3 estimate on the sampled tokens"},
 	{"entropy-coef", "train.entropy_coef", floatValue, "ppo: entropy bonus"},
-	{"baseline", "train.baseline", stringValue, "reinforce, ppo: gae, state-target, fork, state or batch (default: the model's, see the manual); grpo, rloo, dr-grpo: group"},
+	{"baseline", "train.baseline", stringValue, "reinforce, ppo: gae, exact, state-target, fork, state or batch (default: the model's, see the manual); grpo, rloo, dr-grpo: group"},
 	{"group-size", "train.group_size", intValue, "grpo, rloo, dr-grpo: rollouts per group, one target each (divides -rollouts)"},
 	{"loss-agg", "train.loss_agg", stringValue, "grpo, rloo, dr-grpo: token, sequence or constant aggregation of the per-token loss (default: token; constant for dr-grpo)"},
 	{"lambda", "train.lambda", floatValue, "reinforce, ppo with -baseline gae: GAE lambda"},

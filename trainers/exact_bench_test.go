@@ -1,0 +1,134 @@
+package trainers
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/rlvr-backtrack/backtrack/eval"
+	"github.com/rlvr-backtrack/backtrack/tasks"
+)
+
+// BenchmarkGradientNoise measures how near one batch's sampled policy
+// gradient is to the exact one, at the paper's size from the pretrained
+// start (the bigram's PPO's first batch, the paper's horizon of 2 hitting
+// times): the cosine of each estimate with -beta dH_f/dTheta (the exact
+// trainer's gradient) and its norm over the exact gradient's, with the
+// advantages of the fork baseline (the default), of baseline exact, and of
+// the exact advantages of every move at each visited state (the noise that
+// is left is which states the batch visits: no critic does better). Each
+// iteration draws a new batch of the given rollouts (seeded by the
+// iteration). Run it with -benchtime 1x or a few:
+//
+//	go test ./trainers -run '^$' -bench GradientNoise -benchtime 3x
+func BenchmarkGradientNoise(b *testing.B) {
+	g := graph(b, tasks.DefaultConfig())
+	tr, err := New(DefaultConfig(), g, Setup{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	bg := tr.l.(*bigram)
+	if err := bg.advantages(); err != nil { // the exact gradient: pi A with the trainer's constants
+		b.Fatal(err)
+	}
+	probs, res := bg.probs, bg.res
+	const beta = 3e-4
+	exact := make([]float64, len(g.Next))
+	for k, e := range bg.model.TrainableEntries() {
+		exact[e] = -beta * bg.in.data()[k]
+	}
+	n := g.NumStates()
+	values := exactValues(nil, res, g.W(), n)
+	sp, err := eval.NewSampler(g, probs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// cosine and norm ratio of an estimate with the exact gradient, over
+	// the trained rows.
+	compare := func(est []float64) (cos, ratio float64) {
+		var dot, ne, nx float64
+		for e := range est {
+			if !tr.Trained(support(g).RowOf(e)) {
+				continue
+			}
+			dot, ne, nx = dot+est[e]*exact[e], ne+est[e]*est[e], nx+exact[e]*exact[e]
+		}
+		return dot / math.Sqrt(ne*nx), math.Sqrt(ne / nx)
+	}
+	// the REINFORCE estimate sum_t A_t grad log pi(a_t|s_t) / rollouts.
+	estimate := func(adv []float64, entries []int32, states []int32, rollouts int) []float64 {
+		est := make([]float64, len(g.Next))
+		for tok, e := range entries {
+			s := states[tok]
+			for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {
+				d := -probs[i]
+				if i == int(e) {
+					d++
+				}
+				est[i] += adv[tok] * d / float64(rollouts)
+			}
+		}
+		return est
+	}
+	for _, rollouts := range []int{256, 2048} {
+		b.Run(fmt.Sprintf("rollouts=%d", rollouts), func(b *testing.B) {
+			var cf, rf, ce, re, cv, rv float64
+			it := 0
+			for b.Loop() {
+				batch, err := sp.Rollouts(context.Background(), rollouts, int(2*res.HittingTime), uint64(100+it))
+				if err != nil {
+					b.Fatal(err)
+				}
+				it++
+				states, last := batch.States(g)
+				lens := make([]int, rollouts)
+				for i := range lens {
+					lens[i] = batch.Len(i)
+				}
+				fork := tokenAdvantages(lens, batch.Hit, states, n, batch.Targets, g.W(), beta, "fork", forkStates(g), false, nil)
+				c, r := compare(estimate(fork, batch.Entries, states, rollouts))
+				cf, rf = cf+c, rf+r
+				ex := exactAdvantages(lens, batch.Hit, states, last, batch.Targets, values, n, beta, nil)
+				c, r = compare(estimate(ex, batch.Entries, states, rollouts))
+				ce, re = ce+c, re+r
+				// every move's exact advantage at each visited (state, target),
+				// weighted by the policy: pi(a|s) A_x(s, a), centred per row.
+				vis := make([]float64, len(g.Next))
+				k := 0
+				for r, l := range lens {
+					hx := values[(batch.Targets[r]-1)*n : batch.Targets[r]*n]
+					for _, s := range states[k : k+l] {
+						for e := g.Offsets[s]; e < g.Offsets[s+1]; e++ {
+							next := 0.0
+							if a := g.Next[e]; !g.Hits(a, batch.Targets[r]) {
+								next = hx[a]
+							}
+							vis[e] += probs[e] * beta * (hx[s] - next - 1) / float64(rollouts)
+						}
+					}
+					k += l
+				}
+				for s := range n {
+					sum := 0.0
+					for e := g.Offsets[s]; e < g.Offsets[s+1]; e++ {
+						sum += vis[e]
+					}
+					for e := g.Offsets[s]; e < g.Offsets[s+1]; e++ {
+						vis[e] -= probs[e] * sum
+					}
+				}
+				c, r = compare(vis)
+				cv, rv = cv+c, rv+r
+			}
+			m := float64(it)
+			b.ReportMetric(cf/m, "cos-fork")
+			b.ReportMetric(rf/m, "norm-fork")
+			b.ReportMetric(ce/m, "cos-exact")
+			b.ReportMetric(re/m, "norm-exact")
+			b.ReportMetric(cv/m, "cos-visits")
+			b.ReportMetric(rv/m, "norm-visits")
+		})
+	}
+}
