@@ -21,11 +21,12 @@ import (
 // A is the advantage of the transition under the untruncated objective
 // 1 - beta h, exactly: the batch decides only which transitions are
 // counted and how often. Its mean over the policy's moves from s is 0
-// (h_x(s) = 1 + sum_a pi(a|s) h_x(a)), and a rollout's advantages add up
-// to beta (h_x(start) - T), T its length, whose mean over rollouts is 0
-// (TestExactAdvantages). For the transformer the chain is the bigram its
-// table B defines (valueAnalysis): the transformer's own policy at U = 0,
-// an approximation of it once the attention moves it.
+// (h_x(s) = 1 + sum_a pi(a|s) h_x(a): TestExactValuesBellman), and a
+// rollout's advantages add up to beta (h_x(start) - T), T its length,
+// whose mean over rollouts is 0 (TestExactAdvantages). For the
+// transformer the chain is the bigram its table B defines (valueAnalysis):
+// the transformer's own policy at U = 0, an approximation of it once the
+// attention moves it.
 //
 // At the paper's size the batch's gradient with these advantages is much
 // nearer the exact gradient than with the fork baseline's (docs/speed.md,
