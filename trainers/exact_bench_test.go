@@ -3,7 +3,6 @@ package trainers
 import (
 	"context"
 	"fmt"
-	"math"
 	"testing"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
@@ -35,42 +34,12 @@ func BenchmarkGradientNoise(b *testing.B) {
 	}
 	probs, res := bg.probs, bg.res
 	const beta = 3e-4
-	exact := make([]float64, len(g.Next))
-	for k, e := range bg.model.TrainableEntries() {
-		exact[e] = -beta * bg.in.data()[k]
-	}
+	exact := exactGradient(bg, beta)
 	n := g.NumStates()
 	values := exactValues(nil, res, g.W(), n)
 	sp, err := eval.NewSampler(g, probs)
 	if err != nil {
 		b.Fatal(err)
-	}
-	// cosine and norm ratio of an estimate with the exact gradient, over
-	// the trained rows.
-	compare := func(est []float64) (cos, ratio float64) {
-		var dot, ne, nx float64
-		for e := range est {
-			if !tr.Trained(support(g).RowOf(e)) {
-				continue
-			}
-			dot, ne, nx = dot+est[e]*exact[e], ne+est[e]*est[e], nx+exact[e]*exact[e]
-		}
-		return dot / math.Sqrt(ne*nx), math.Sqrt(ne / nx)
-	}
-	// the REINFORCE estimate sum_t A_t grad log pi(a_t|s_t) / rollouts.
-	estimate := func(adv []float64, entries []int32, states []int32, rollouts int) []float64 {
-		est := make([]float64, len(g.Next))
-		for tok, e := range entries {
-			s := states[tok]
-			for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {
-				d := -probs[i]
-				if i == int(e) {
-					d++
-				}
-				est[i] += adv[tok] * d / float64(rollouts)
-			}
-		}
-		return est
 	}
 	for _, rollouts := range []int{256, 2048} {
 		b.Run(fmt.Sprintf("rollouts=%d", rollouts), func(b *testing.B) {
@@ -88,10 +57,10 @@ func BenchmarkGradientNoise(b *testing.B) {
 					lens[i] = batch.Len(i)
 				}
 				fork := tokenAdvantages(lens, batch.Hit, states, n, batch.Targets, g.W(), beta, "fork", forkStates(g), false, nil)
-				c, r := compare(estimate(fork, batch.Entries, states, rollouts))
+				c, r := alongExact(tr, reinforceEstimate(g, probs, fork, batch.Entries, states, rollouts), exact)
 				cf, rf = cf+c, rf+r
 				ex := exactAdvantages(lens, batch.Hit, states, last, batch.Targets, values, n, beta, nil)
-				c, r = compare(estimate(ex, batch.Entries, states, rollouts))
+				c, r = alongExact(tr, reinforceEstimate(g, probs, ex, batch.Entries, states, rollouts), exact)
 				ce, re = ce+c, re+r
 				// every move's exact advantage at each visited (state, target),
 				// weighted by the policy: pi(a|s) A_x(s, a), centred per row.
@@ -119,7 +88,7 @@ func BenchmarkGradientNoise(b *testing.B) {
 						vis[e] -= probs[e] * sum
 					}
 				}
-				c, r = compare(vis)
+				c, r = alongExact(tr, vis, exact)
 				cv, rv = cv+c, rv+r
 			}
 			m := float64(it)

@@ -42,11 +42,8 @@ func TestSampledGradientMatchesExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	probs := bg.model.Probs()
-	exact := make([]float64, len(g.Next))
-	for k, e := range bg.model.TrainableEntries() {
-		exact[e] = bg.in.data()[k]
-	}
 	const beta, n = 0.01, 20000
+	exact := exactGradient(bg, beta)
 	sp, _ := eval.NewSampler(g, probs)
 	values := exactValues(nil, bg.res, g.W(), g.NumStates())
 	for _, c := range []struct {
@@ -77,27 +74,7 @@ func TestSampledGradientMatchesExact(t *testing.T) {
 			} else {
 				adv = tokenAdvantages(lens, b.Hit, states, g.NumStates(), b.Targets, g.W(), beta, baseline, forkStates(g), false, nil)
 			}
-			est := make([]float64, len(g.Next))
-			for tok, e := range b.Entries {
-				s := int(states[tok])
-				// grad log pi(a|s) w.r.t. theta(s, e') = 1{e' = e} - pi(e')
-				for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {
-					d := -probs[i]
-					if i == int(e) {
-						d++
-					}
-					est[i] += adv[tok] * d / n
-				}
-			}
-			var dot, ne, nx float64
-			for e := range est {
-				if !tr.Trained(support(g).RowOf(e)) {
-					continue
-				}
-				x := -beta * exact[e]
-				dot, ne, nx = dot+est[e]*x, ne+est[e]*est[e], nx+x*x
-			}
-			cos, ratio := dot/math.Sqrt(ne*nx), math.Sqrt(ne/nx)
+			cos, ratio := alongExact(tr, reinforceEstimate(g, probs, adv, b.Entries, states, n), exact)
 			t.Logf("baseline %s, horizon %d: cosine(estimate, exact) = %.4f, |estimate|/|exact| = %.3f", baseline, c.horizon, cos, ratio)
 			switch {
 			case c.horizon > 0 && baseline != "exact": // logged: the cut returns bias it
@@ -108,4 +85,47 @@ func TestSampledGradientMatchesExact(t *testing.T) {
 			}
 		}
 	}
+}
+
+// exactGradient is -beta dH_f/dTheta per transition (CSR order; 0 on the
+// rows not trained): the exact trainer's gradient of 1 - beta H_f, after
+// bg.advantages.
+func exactGradient(bg *bigram, beta float64) []float64 {
+	exact := make([]float64, len(bg.g.Next))
+	for k, e := range bg.model.TrainableEntries() { // pi A with the trainer's centred A, its constants
+		exact[e] = -beta * bg.in.data()[k]
+	}
+	return exact
+}
+
+// reinforceEstimate is the REINFORCE estimate sum_t A_t grad log
+// pi(a_t|s_t) / rollouts per transition (CSR order) of a batch's tokens:
+// their entries, states and advantages, under the policy probs.
+func reinforceEstimate(g *tasks.Graph, probs, adv []float64, entries, states []int32, rollouts int) []float64 {
+	est := make([]float64, len(g.Next))
+	for tok, e := range entries {
+		s := int(states[tok])
+		// grad log pi(a|s) w.r.t. theta(s, e') = 1{e' = e} - pi(e')
+		for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {
+			d := -probs[i]
+			if i == int(e) {
+				d++
+			}
+			est[i] += adv[tok] * d / float64(rollouts)
+		}
+	}
+	return est
+}
+
+// alongExact is the cosine of an estimate with the exact gradient and the
+// ratio of their norms, over the rows tr trains.
+func alongExact(tr *Trainer, est, exact []float64) (cos, ratio float64) {
+	var dot, ne, nx float64
+	for e := range est {
+		if !tr.Trained(support(tr.g).RowOf(e)) {
+			continue
+		}
+		dot, ne, nx = dot+est[e]*exact[e], ne+est[e]*est[e], nx+exact[e]*exact[e]
+	}
+	return dot / math.Sqrt(ne*nx), math.Sqrt(ne / nx)
 }
