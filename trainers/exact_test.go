@@ -10,12 +10,15 @@ import (
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
-// exactTestPolicy is a bigram trainer at random logits on W=3, K=2, L=2
-// (the gradient test's graph) and its exact analysis.
-func exactTestPolicy(t *testing.T) (*Trainer, *bigram, *tasks.Graph) {
+// exactTestLogits seeds the logits of exactTestPolicy.
+const exactTestLogits = 11
+
+// exactTestPolicy is a bigram learner at random logits (exactTestLogits)
+// on W=3, K=2, L=2 (the gradient test's graph), its exact analysis done.
+func exactTestPolicy(t *testing.T) (*bigram, *tasks.Graph) {
 	t.Helper()
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
-	tr, err := New(DefaultConfig(), g, Setup{Init: randomLogits(g, 11)})
+	tr, err := New(DefaultConfig(), g, Setup{Init: randomLogits(g, exactTestLogits)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +27,7 @@ func exactTestPolicy(t *testing.T) (*Trainer, *bigram, *tasks.Graph) {
 	if _, err := bg.valueAnalysis(); err != nil {
 		t.Fatal(err)
 	}
-	return tr, bg, g
+	return bg, g
 }
 
 // TestExactValuesBellman: the values baseline exact reads satisfy the
@@ -33,7 +36,7 @@ func exactTestPolicy(t *testing.T) (*Trainer, *bigram, *tasks.Graph) {
 // with h_x = 0 at the hit, so the policy's mean advantage at s,
 // sum_a pi(a|s) beta (h_x(s) - h_x(a) - 1), is 0.
 func TestExactValuesBellman(t *testing.T) {
-	_, bg, g := exactTestPolicy(t)
+	bg, g := exactTestPolicy(t)
 	n := g.NumStates()
 	h := exactValues(nil, bg.res, g.W(), n)
 	checked := 0
@@ -67,7 +70,7 @@ func TestExactValuesBellman(t *testing.T) {
 // 20,000 rollouts is within 4 standard errors of 0, since h_x(start) is
 // the expected length: the Monte Carlo lengths agree with the values.
 func TestExactAdvantages(t *testing.T) {
-	_, bg, g := exactTestPolicy(t)
+	bg, g := exactTestPolicy(t)
 	n := g.NumStates()
 	h := exactValues(nil, bg.res, g.W(), n)
 	const beta = 0.01
@@ -128,23 +131,13 @@ func TestExactAdvantages(t *testing.T) {
 // B holds there (the transformer samples them from it): moving B in a
 // fork-incoming row moves no value.
 func TestExactBaselineTransformerAtInit(t *testing.T) {
-	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
-	init := randomLogits(g, 11)
-	bg, err := New(DefaultConfig(), g, Setup{Init: init})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bg.Close()
-	res, err := bg.l.(*bigram).valueAnalysis()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bg, g := exactTestPolicy(t)
 	n := g.NumStates()
-	want := exactValues(nil, res, g.W(), n)
+	want := exactValues(nil, bg.res, g.W(), n)
 
 	cfg := ppoConfig()
 	cfg.Baseline = "exact"
-	tf := newTrainer(t, cfg, DefaultTransformerOptions(PPO), g, init).l.(*transformer)
+	tf := newTrainer(t, cfg, DefaultTransformerOptions(PPO), g, randomLogits(g, exactTestLogits)).l.(*transformer)
 	check := func(what string) {
 		t.Helper()
 		r, err := tf.valueAnalysis()
