@@ -495,3 +495,58 @@ func TestNormalizeDropsRoundingNoise(t *testing.T) {
 		t.Errorf("mean square %v after normalisation, want 1", sq/4)
 	}
 }
+
+// TestSumAdvantagesSplitsSigns checks sumAdvantages's sign split against
+// the sums it stands for, acc[3k] += max(a, 0) and acc[3k+1] += min(a, 0),
+// bit for bit, over advantages that include +0, -0 and NaN, and skips
+// tokens whose entry is not a parameter.
+func TestSumAdvantagesSplitsSigns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	const params, entries, n = 5, 8, 4000
+	paramOf := []int32{0, -1, 1, 2, -1, 3, 4, 4}
+	ents, adv := make([]int32, n), make([]float64, n)
+	for i := range ents {
+		ents[i] = int32(rng.IntN(entries))
+		switch rng.IntN(8) {
+		case 0:
+			adv[i] = 0
+		case 1:
+			adv[i] = math.Copysign(0, -1)
+		default:
+			adv[i] = rng.NormFloat64()
+		}
+	}
+	check := func(adv []float64, scale, d float64) {
+		t.Helper()
+		got, want := make([]float64, 3*params), make([]float64, 3*params)
+		sumAdvantages(got, paramOf, ents, adv, scale, d)
+		for i, e := range ents {
+			k := paramOf[e]
+			if k < 0 {
+				continue
+			}
+			a := adv[i] * scale / d
+			want[3*k] += max(a, 0)
+			want[3*k+1] += min(a, 0)
+			want[3*k+2]++
+		}
+		for i := range got {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) && !(math.IsNaN(got[i]) && math.IsNaN(want[i])) {
+				t.Fatalf("acc[%d] = %v (bits %x), want %v (bits %x)", i, got[i], math.Float64bits(got[i]), want[i], math.Float64bits(want[i]))
+			}
+		}
+	}
+	check(adv, 1.7, 3)
+	check(adv, 0.25, 1)
+	for _, k := range []int{0, 2, 5} { // only zeros of both signs at parameter k's entries: +0 in both sums, as max and min give
+		zeros := make([]float64, n)
+		for i, e := range ents {
+			if paramOf[e] == int32(k) && i%2 == 1 {
+				zeros[i] = math.Copysign(0, -1)
+			}
+		}
+		check(zeros, 1, 2)
+	}
+	adv[17], adv[18] = math.NaN(), math.Inf(-1)
+	check(adv, 1, 1)
+}
