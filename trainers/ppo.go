@@ -470,16 +470,30 @@ func rolloutReturnsAt(g []float64, at []int32, h, beta, v float64) {
 		}
 		return
 	}
-	next, j := math.NaN(), len(at)-1 // the return at the next fork-incoming token; the last one not passed
-	for t := l - 1; t >= 0; t-- {
-		g[t] = h - beta*float64(l-t)
-		if j >= 0 && int(at[j]) == t {
-			next = g[t]
-			j--
-			continue
+	// Back to front, one stretch between fork-incoming tokens at a time (no
+	// test at every token): the stretch after the last one takes no
+	// bootstrap; each earlier one adds v - next, next the return at the
+	// fork-incoming token that ends it, which takes none itself.
+	hi, next := l, math.NaN()
+	for j := len(at) - 1; j >= -1; j-- {
+		lo := 0
+		if j >= 0 {
+			lo = int(at[j]) + 1
 		}
-		if !math.IsNaN(next) {
-			g[t] += v - next
+		if j == len(at)-1 {
+			for t := hi - 1; t >= lo; t-- {
+				g[t] = h - beta*float64(l-t)
+			}
+		} else {
+			for t := hi - 1; t >= lo; t-- {
+				g[t] = h - beta*float64(l-t)
+				g[t] += v - next
+			}
+		}
+		if j >= 0 {
+			a := int(at[j])
+			g[a] = h - beta*float64(l-a)
+			next, hi = g[a], a
 		}
 	}
 }
