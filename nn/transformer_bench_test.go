@@ -110,6 +110,50 @@ func benchTrain(b *testing.B, s Support, logits []float64, cfg TransformerConfig
 	tokens := float64(b.N * runs * trained)
 	b.ReportMetric(tokens/b.Elapsed().Seconds(), "tokens/s")
 	b.ReportMetric((cpuSeconds()-cpu)*1e9/tokens, "cpu-ns/token")
+	if cfg.Init == "table" {
+		b.ReportMetric(windowsMACs(cfg, fills)/float64(runs*trained), "macs/token")
+	}
+}
+
+// windowsMACs counts the multiply-adds of one update of the fused ops
+// (Init "table") over fills, from their shapes: at each position of a
+// row, the attention over its keys (per head the scores, D/H each, and
+// the values through W_O, D each) and its backward (twice both), and the
+// unembedding's logits over the position's row of valid next tokens and
+// their two gradients; per fill, the backward's products of the token
+// and position tables with the embeddings and W_all (dW_all and dE, dP)
+// and W_V and W_O's split; per update, the tables of the fills' distinct
+// tokens and of the positions, and W_all. Layer norm, log-softmax, the
+// loss and Adam are a few operations per value, not counted.
+func windowsMACs(cfg TransformerConfig, fills [][]Window) float64 {
+	d, hd, c := cfg.Dim, cfg.Heads, cfg.Context
+	dh, w := d/hd, (2+hd)*d
+	keys := 0
+	if cfg.Prompt {
+		keys = 1
+	}
+	union := map[int]bool{}
+	macs := 0
+	for _, rows := range fills {
+		uniq := map[int]bool{}
+		for _, r := range rows {
+			if cfg.Prompt {
+				uniq[r.Prompt] = true
+			}
+			for t, x := range r.Tokens {
+				uniq[x] = true
+				nk := min(t+1, c) + keys
+				macs += 3 * nk * (dh + d) * hd // the scores and values, then their backward (a matrix-vector product and an outer product each)
+				macs += 3 * len(cfg.Support.Row(x)) * d
+			}
+		}
+		for x := range uniq {
+			union[x] = true
+		}
+		macs += 2*len(uniq)*d*w + 2*c*d*w + 2*hd*d*dh*d
+	}
+	macs += len(union)*d*w + c*d*w + hd*d*dh*d
+	return float64(macs)
 }
 
 // benchWidths are the widths the benchmarks run at (Init "table").

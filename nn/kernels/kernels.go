@@ -116,6 +116,27 @@ func Axpys(dst, c, a []float64, stride int) {
 	}
 }
 
+// Axpys2 is Axpys on two rows at once, dst0 with c0 and dst1 with c1, over
+// the same rows of a, each bit for bit what Axpys gives it: a block of a
+// read once serves both, and their sums run in parallel chains.
+func Axpys2(dst0, dst1, c0, c1, a []float64, stride int) {
+	if len(dst1) != len(dst0) || len(c1) != len(c0) {
+		panic("kernels: axpys2: rows of unequal lengths")
+	}
+	if len(c0) == 0 {
+		return
+	}
+	if (len(c0)-1)*stride+len(dst0) > len(a) {
+		panic("kernels: axpys2: rows past the Matrix")
+	}
+	if haveAVX {
+		axpys2AVX(dst0, dst1, c0, c1, a, stride)
+		return
+	}
+	Axpys(dst0, c0, a, stride)
+	Axpys(dst1, c1, a, stride)
+}
+
 // impl is gonum's native BLAS, called directly (blas64 adds an interface
 // call and argument structs per call, which show at the sampler's sizes).
 var impl gonum.Implementation
@@ -172,13 +193,23 @@ func Gemm(transA, transB bool, alpha float64, a, b Matrix, beta float64, c Matri
 	blas64.Gemm(ta, tb, alpha, a, b, beta, c)
 }
 
-// gemmRows is Gemm with alpha 1 on the vector kernels, row by row of c on
-// all cores: c[i] = beta c[i] + op(a)[i] op(b), one Axpys over b's rows
-// (its 16-wide blocks kept in registers over the whole inner dimension)
-// or, when b is transposed, one Dots over them. gonum's serial kernels
+// gemmRows is Gemm with alpha 1 on the vector kernels, rows of c split
+// over the cores: c[i] = beta c[i] + op(a)[i] op(b), by Axpys over b's
+// rows or, when b is transposed, by Dots over them. gonum's serial kernels
 // underneath blas64.Gemm are two-wide SSE2 without fused multiply-adds:
 // the attention's tables and their gradients spent a third of the windows
 // pass in them.
+//
+// The loops are blocked so that b is read from the first-level cache: a
+// block of b's rows and columns (gemmBlock bytes) is applied to a block
+// of c's rows (gemmRowBlock) before the next. Each element of c still
+// takes its products in the order of the inner dimension, as one row's
+// Axpys or Dots over the whole of it would (Axpys keeps a running sum
+// per element, stored between blocks; Dots' sums are each row's own),
+// so the result is the unblocked loop's bit for bit
+// (TestGemmBlockedIsRowByRow). Unblocked, each row of c read all of b:
+// from the third-level cache for dW_all = E_u^T dT_E at the paper's size
+// (2 MB), at a sixth of the machine's multiply-add rate.
 func gemmRows(transA, transB bool, a, b Matrix, beta float64, c Matrix) {
 	inner := a.Cols
 	if transA {
@@ -186,33 +217,52 @@ func gemmRows(transA, transB bool, a, b Matrix, beta float64, c Matrix) {
 	}
 	grain := max(1, (1<<16)/max(1, c.Cols*inner)) // rows per chunk: about 64k multiply-adds
 	ParallelFor(c.Rows, grain, func(lo, hi int) {
-		var x, tmp []float64
+		// The chunk's rows of op(a), gathered when a is transposed, and
+		// a row of products for beta != 0 when b is: scratch kept from
+		// call to call (at the paper's size dW_all's columns of E_u are a
+		// third of a megabyte a core, every fill).
+		sp := gemmScratch.Get().(*[]float64)
+		defer gemmScratch.Put(sp)
+		n := c.Cols
 		if transA {
-			x = make([]float64, inner)
+			n += (hi - lo) * inner
 		}
-		if transB && beta != 0 {
-			tmp = make([]float64, c.Cols)
+		*sp = Grow(*sp, n)
+		tmp, xs := (*sp)[:c.Cols], (*sp)[c.Cols:]
+		x := func(i int) []float64 { return a.Data[i*a.Stride : i*a.Stride+inner] }
+		if transA {
+			for k := range inner {
+				col := a.Data[k*a.Stride:]
+				for i := lo; i < hi; i++ {
+					xs[(i-lo)*inner+k] = col[i]
+				}
+			}
+			x = func(i int) []float64 { return xs[(i-lo)*inner : (i-lo+1)*inner] }
+		}
+		if transB { // row[j] = beta row[j] + x . b[j], b[j] row j of b
+			jb := max(2, gemmBlock/(8*inner)) // rows of b a block
+			for i0 := lo; i0 < hi; i0 += gemmRowBlock {
+				i1 := min(hi, i0+gemmRowBlock)
+				for j0 := 0; j0 < c.Cols; j0 += jb {
+					j1 := min(c.Cols, j0+jb)
+					for i := i0; i < i1; i++ {
+						row := c.Data[i*c.Stride+j0 : i*c.Stride+j1]
+						if beta == 0 {
+							Dots(row, x(i), b.Data[j0*b.Stride:], b.Stride)
+							continue
+						}
+						t := tmp[:j1-j0]
+						Dots(t, x(i), b.Data[j0*b.Stride:], b.Stride)
+						for j, v := range t {
+							row[j] = beta*row[j] + v
+						}
+					}
+				}
+			}
+			return
 		}
 		for i := lo; i < hi; i++ {
 			row := c.Data[i*c.Stride : i*c.Stride+c.Cols]
-			if transA { // column i of a
-				for k := range x {
-					x[k] = a.Data[k*a.Stride+i]
-				}
-			} else {
-				x = a.Data[i*a.Stride : i*a.Stride+inner]
-			}
-			if transB { // row[j] = beta row[j] + x . b[j]
-				if beta == 0 {
-					Dots(row, x, b.Data, b.Stride)
-					continue
-				}
-				Dots(tmp, x, b.Data, b.Stride)
-				for j, v := range tmp {
-					row[j] = beta*row[j] + v
-				}
-				continue
-			}
 			switch beta {
 			case 0:
 				clear(row)
@@ -222,10 +272,40 @@ func gemmRows(transA, transB bool, a, b Matrix, beta float64, c Matrix) {
 					row[j] *= beta
 				}
 			}
-			Axpys(row, x, b.Data, b.Stride)
+		}
+		nb := min(c.Cols, gemmCols)                 // columns of b a block
+		kb := max(1, gemmBlock/(8*nb))              // rows of b a block
+		for i0 := lo; i0 < hi; i0 += gemmRowBlock { // c's block: rows i0..i1, all columns
+			i1 := min(hi, i0+gemmRowBlock)
+			for k0 := 0; k0 < inner; k0 += kb {
+				k1 := min(inner, k0+kb)
+				for j0 := 0; j0 < c.Cols; j0 += nb {
+					j1 := min(c.Cols, j0+nb)
+					bk, i := b.Data[k0*b.Stride+j0:], i0
+					for ; i+1 < i1; i += 2 {
+						Axpys2(c.Data[i*c.Stride+j0:i*c.Stride+j1], c.Data[(i+1)*c.Stride+j0:(i+1)*c.Stride+j1], x(i)[k0:k1], x(i + 1)[k0:k1], bk, b.Stride)
+					}
+					if i < i1 {
+						Axpys(c.Data[i*c.Stride+j0:i*c.Stride+j1], x(i)[k0:k1], bk, b.Stride)
+					}
+				}
+			}
 		}
 	})
 }
+
+// gemmScratch holds gemmRows' scratch rows (*[]float64), one per chunk
+// running.
+var gemmScratch = sync.Pool{New: func() any { return new([]float64) }}
+
+// gemmRows' blocks: about gemmBlock bytes of b, gemmCols of its columns
+// (a multiple of Axpys' 16-wide blocks), applied to gemmRowBlock rows of c
+// at a time.
+const (
+	gemmBlock    = 16 << 10
+	gemmCols     = 64
+	gemmRowBlock = 64
+)
 
 // Gemv computes y = alpha op(a) x + beta y, op a transpose when trans.
 func Gemv(trans bool, alpha float64, a Matrix, x []float64, beta float64, y []float64) {

@@ -61,6 +61,12 @@ func dotsAVX(y, x, a []float64, stride int)
 //go:noescape
 func axpysAVX(dst, c, a []float64, stride int)
 
+// axpys2AVX is axpysAVX on two rows at once, dst0 with c0 and dst1 with
+// c1, over the same rows of a: len(dst1) = len(dst0), len(c1) = len(c0).
+//
+//go:noescape
+func axpys2AVX(dst0, dst1, c0, c1, a []float64, stride int)
+
 // expsAVX writes dst[i] = e^(src[i] - m) for i < len(dst), a multiple of 4,
 // as exp computes it (fused multiply-adds may round its polynomial
 // differently); c holds exp's constants (expConsts) and table is

@@ -847,3 +847,131 @@ TEXT ·expsScalarAVX(SB), NOSPLIT, $0-24
 	VMOVUPD Y0, (DI)
 	VZEROUPPER
 	RET
+
+// func axpys2AVX(dst0, dst1, c0, c1, a []float64, stride int)
+//
+// Two rows of axpysAVX at once over the same rows of a: dst0 += sum_i
+// c0[i] a[i], dst1 += sum_i c1[i] a[i]. Each block of a is loaded once
+// for both, and the eight running sums of a 16-wide block are eight
+// independent chains of fused multiply-adds where one row's four wait on
+// the latency of each. Every element's sum is axpysAVX's, in its order.
+TEXT ·axpys2AVX(SB), NOSPLIT, $0-128
+	MOVQ dst0_base+0(FP), DI
+	MOVQ dst0_len+8(FP), CX
+	MOVQ dst1_base+24(FP), R14
+	MOVQ c0_base+48(FP), SI
+	MOVQ c0_len+56(FP), R9
+	MOVQ c1_base+72(FP), R13
+	MOVQ a_base+96(FP), R8
+	MOVQ stride+120(FP), R10
+	SHLQ $3, R10
+	XORQ AX, AX
+	MOVQ CX, DX
+	ANDQ $-16, DX
+
+axpys2_block16:
+	CMPQ AX, DX
+	JGE  axpys2_tail4
+	VMOVUPD (DI)(AX*8), Y0
+	VMOVUPD 32(DI)(AX*8), Y1
+	VMOVUPD 64(DI)(AX*8), Y2
+	VMOVUPD 96(DI)(AX*8), Y3
+	VMOVUPD (R14)(AX*8), Y8
+	VMOVUPD 32(R14)(AX*8), Y9
+	VMOVUPD 64(R14)(AX*8), Y10
+	VMOVUPD 96(R14)(AX*8), Y11
+	LEAQ (R8)(AX*8), BX
+	XORQ R12, R12
+
+axpys2_row16:
+	CMPQ R12, R9
+	JGE  axpys2_store16
+	VBROADCASTSD (SI)(R12*8), Y4
+	VBROADCASTSD (R13)(R12*8), Y5
+	VMOVUPD (BX), Y6
+	VMOVUPD 32(BX), Y7
+	VMOVUPD 64(BX), Y12
+	VMOVUPD 96(BX), Y13
+	VFMADD231PD Y6, Y4, Y0
+	VFMADD231PD Y7, Y4, Y1
+	VFMADD231PD Y12, Y4, Y2
+	VFMADD231PD Y13, Y4, Y3
+	VFMADD231PD Y6, Y5, Y8
+	VFMADD231PD Y7, Y5, Y9
+	VFMADD231PD Y12, Y5, Y10
+	VFMADD231PD Y13, Y5, Y11
+	ADDQ R10, BX
+	INCQ R12
+	JMP  axpys2_row16
+
+axpys2_store16:
+	VMOVUPD Y0, (DI)(AX*8)
+	VMOVUPD Y1, 32(DI)(AX*8)
+	VMOVUPD Y2, 64(DI)(AX*8)
+	VMOVUPD Y3, 96(DI)(AX*8)
+	VMOVUPD Y8, (R14)(AX*8)
+	VMOVUPD Y9, 32(R14)(AX*8)
+	VMOVUPD Y10, 64(R14)(AX*8)
+	VMOVUPD Y11, 96(R14)(AX*8)
+	ADDQ $16, AX
+	JMP  axpys2_block16
+
+axpys2_tail4:
+	MOVQ CX, DX
+	ANDQ $-4, DX
+
+axpys2_block4:
+	CMPQ AX, DX
+	JGE  axpys2_tail1
+	VMOVUPD (DI)(AX*8), Y0
+	VMOVUPD (R14)(AX*8), Y8
+	LEAQ (R8)(AX*8), BX
+	XORQ R12, R12
+
+axpys2_row4:
+	CMPQ R12, R9
+	JGE  axpys2_store4
+	VBROADCASTSD (SI)(R12*8), Y4
+	VBROADCASTSD (R13)(R12*8), Y5
+	VMOVUPD (BX), Y6
+	VFMADD231PD Y6, Y4, Y0
+	VFMADD231PD Y6, Y5, Y8
+	ADDQ R10, BX
+	INCQ R12
+	JMP  axpys2_row4
+
+axpys2_store4:
+	VMOVUPD Y0, (DI)(AX*8)
+	VMOVUPD Y8, (R14)(AX*8)
+	ADDQ $4, AX
+	JMP  axpys2_block4
+
+axpys2_tail1:
+	CMPQ AX, CX
+	JGE  axpys2_done
+	VMOVSD (DI)(AX*8), X0
+	VMOVSD (R14)(AX*8), X8
+	LEAQ (R8)(AX*8), BX
+	XORQ R12, R12
+
+axpys2_row1:
+	CMPQ R12, R9
+	JGE  axpys2_store1
+	VMOVSD (BX), X6
+	VMOVSD (SI)(R12*8), X4
+	VFMADD231SD X6, X4, X0
+	VMOVSD (R13)(R12*8), X5
+	VFMADD231SD X6, X5, X8
+	ADDQ R10, BX
+	INCQ R12
+	JMP  axpys2_row1
+
+axpys2_store1:
+	VMOVSD X0, (DI)(AX*8)
+	VMOVSD X8, (R14)(AX*8)
+	INCQ AX
+	JMP  axpys2_tail1
+
+axpys2_done:
+	VZEROUPPER
+	RET

@@ -21,6 +21,10 @@ func dotsAVX(y, x, a []float64, stride int) { panic("kernels: no AVX kernels off
 
 func axpysAVX(dst, c, a []float64, stride int) { panic("kernels: no AVX kernels off amd64") }
 
+func axpys2AVX(dst0, dst1, c0, c1, a []float64, stride int) {
+	panic("kernels: no AVX kernels off amd64")
+}
+
 func expsAVX(dst, src []float64, m float64, c *[12]float64, table *float64, check bool) bool {
 	panic("kernels: no AVX kernels off amd64")
 }

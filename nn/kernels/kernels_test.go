@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 )
@@ -242,6 +243,150 @@ func TestParallelEach(t *testing.T) {
 					}
 				}
 			}()
+		}
+	}
+}
+
+// BenchmarkGemm times Gemm at the shapes of the windows pass's attention
+// at the paper's size (ops.attentionKernel, D=64, one head, W=3D, about
+// 2,600 distinct tokens a fill): the token tables E_u W_all, dW_all =
+// E_u^T dT_E over half the tokens, and dE_u += dT_E W_all^T. It reports
+// multiply-adds per second on all cores.
+func BenchmarkGemm(b *testing.B) {
+	const d, w, u = 64, 192, 2600
+	for _, c := range []struct {
+		name    string
+		ta, tb  bool
+		m, n, k int
+		beta    float64
+	}{
+		{"tables", false, false, u, w, d, 0},
+		{"dWall", true, false, d, w, u / 2, 0},
+		{"dE", false, true, u, d, w, 1},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			ar, ac := c.m, c.k
+			if c.ta {
+				ar, ac = c.k, c.m
+			}
+			br, bc := c.k, c.n
+			if c.tb {
+				br, bc = c.n, c.k
+			}
+			a, bm, cm := Dense(randomVector(rng, ar*ac, 1), ar, ac), Dense(randomVector(rng, br*bc, 1), br, bc), Dense(randomVector(rng, c.m*c.n, 1), c.m, c.n)
+			for b.Loop() {
+				Gemm(c.ta, c.tb, 1, a, bm, c.beta, cm)
+			}
+			b.ReportMetric(float64(c.m*c.n*c.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFMA/s")
+		})
+	}
+}
+
+// TestGemmBlockedIsRowByRow checks that gemmRows' blocked loops give, bit
+// for bit, what one Axpys or Dots per row of c over the whole inner
+// dimension gives (the loop before the blocks), at shapes that cut every
+// kind of block and tail, the windows pass's among them.
+func TestGemmBlockedIsRowByRow(t *testing.T) {
+	if !haveAVX {
+		t.Skip("no AVX2 and FMA: Gemm goes to gonum")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, sh := range [][3]int{{1, 1, 1}, {3, 5, 2}, {7, 17, 33}, {64, 192, 1300}, {131, 64, 192}, {65, 197, 67}, {2, 300, 40}, {9, 63, 513}} {
+		m, n, k := sh[0], sh[1], sh[2]
+		for _, ta := range []bool{false, true} {
+			for _, tb := range []bool{false, true} {
+				if ta && tb {
+					continue
+				}
+				for _, beta := range []float64{0, 1, -0.5} {
+					ar, ac := m, k
+					if ta {
+						ar, ac = k, m
+					}
+					br, bc := k, n
+					if tb {
+						br, bc = n, k
+					}
+					a := View(randomVector(rng, ar*(ac+2), 1), 0, ar, ac, ac+2)
+					b := View(randomVector(rng, br*(bc+1), 1), 0, br, bc, bc+1)
+					c := View(randomVector(rng, m*(n+3), 1), 0, m, n, n+3)
+					want := View(slices.Clone(c.Data), 0, m, n, n+3)
+					gemmRowByRow(ta, tb, a, b, beta, want)
+					gemmRows(ta, tb, a, b, beta, c)
+					for i := range m {
+						for j := range n {
+							if g, w := c.Data[i*c.Stride+j], want.Data[i*c.Stride+j]; math.Float64bits(g) != math.Float64bits(w) {
+								t.Fatalf("gemm %v (transA %v, transB %v, beta %v) [%d,%d]: got %v, want %v bit for bit", sh, ta, tb, beta, i, j, g, w)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// gemmRowByRow is gemmRows without blocks: each row of c from one Axpys or
+// Dots over the whole inner dimension.
+func gemmRowByRow(transA, transB bool, a, b Matrix, beta float64, c Matrix) {
+	inner := a.Cols
+	if transA {
+		inner = a.Rows
+	}
+	x := make([]float64, inner)
+	tmp := make([]float64, c.Cols)
+	for i := range c.Rows {
+		row := c.Data[i*c.Stride : i*c.Stride+c.Cols]
+		for k := range x {
+			if transA {
+				x[k] = a.Data[k*a.Stride+i]
+			} else {
+				x[k] = a.Data[i*a.Stride+k]
+			}
+		}
+		if transB {
+			Dots(tmp, x, b.Data, b.Stride)
+			for j, v := range tmp {
+				if beta == 0 {
+					row[j] = v
+				} else {
+					row[j] = beta*row[j] + v
+				}
+			}
+			continue
+		}
+		for j := range row {
+			if beta == 0 {
+				row[j] = 0
+			} else if beta != 1 {
+				row[j] *= beta
+			}
+		}
+		Axpys(row, x, b.Data, b.Stride)
+	}
+}
+
+// TestAxpys2IsTwoAxpys checks Axpys2 against two Axpys bit for bit at every
+// row length from 0 to 40 (the 16- and 4-wide blocks and the scalar tail)
+// and 1 to 5 rows of a.
+func TestAxpys2IsTwoAxpys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for n := 0; n <= 40; n++ {
+		for k := 1; k <= 5; k++ {
+			stride := n + 3
+			a := randomVector(rng, (k-1)*stride+n, 1)
+			c0, c1 := randomVector(rng, k, 1), randomVector(rng, k, 1)
+			d0, d1 := randomVector(rng, n, 1), randomVector(rng, n, 1)
+			w0, w1 := slices.Clone(d0), slices.Clone(d1)
+			Axpys(w0, c0, a, stride)
+			Axpys(w1, c1, a, stride)
+			Axpys2(d0, d1, c0, c1, a, stride)
+			for i := range n {
+				if math.Float64bits(d0[i]) != math.Float64bits(w0[i]) || math.Float64bits(d1[i]) != math.Float64bits(w1[i]) {
+					t.Fatalf("length %d, %d rows, element %d: got %v, %v, want %v, %v", n, k, i, d0[i], d1[i], w0[i], w1[i])
+				}
+			}
 		}
 	}
 }
