@@ -76,9 +76,22 @@ func (k *unembedKernel) forward(out []float64, in [][]float64) error {
 			h, x := hn[n*d:(n+1)*d], l.tok[n]
 			e0, nv := l.offsets[x], l.offsets[x+1]-l.offsets[x] // the row's entries fill slots [0, nv)
 			z, pi := out[n*r:(n+1)*r], k.pi[n*r:(n+1)*r]
-			for j := 0; j < nv; j++ {
-				z[j] = k.logit(h, u, l.next[e0+j])
-				if b != nil {
+			if !k.transposed { // one Dots per run of consecutive next tokens: their rows of U are one block
+				for j := 0; j < nv; {
+					a, j1 := l.next[e0+j], j+1
+					for j1 < nv && l.next[e0+j1] == a+j1-j {
+						j1++
+					}
+					kernels.Dots(z[j:j1], h, u[a*d:], d)
+					j = j1
+				}
+			} else {
+				for j := 0; j < nv; j++ {
+					z[j] = k.logit(h, u, l.next[e0+j])
+				}
+			}
+			if b != nil {
+				for j := 0; j < nv; j++ {
 					z[j] += b[e0+j]
 				}
 			}
@@ -106,20 +119,29 @@ func (k *unembedKernel) backward(grads [][]float64, in [][]float64, g []float64)
 			}
 			dh := dhn[n*d : (n+1)*d]
 			clear(dh)
-			for j, e := range l.entries[n*r : (n+1)*r] {
+			es, nv := l.entries[n*r:(n+1)*r], r
+			for j, e := range es {
 				if e < 0 {
 					clear(dz[j:])
+					nv = j
 					break
 				}
 				dz[j] = gr[j] - pi[j]*sum
-				a := next[e]
-				if !k.transposed {
-					kernels.Axpy(dh, dz[j], k.row(u, a))
+			}
+			for j := 0; j < nv; {
+				a, j1 := next[es[j]], j+1
+				if k.transposed {
+					for i := range dh {
+						dh[i] += dz[j] * u[i*k.v+a]
+					}
+					j = j1
 					continue
 				}
-				for i := range dh {
-					dh[i] += dz[j] * u[i*k.v+a]
+				for j1 < nv && next[es[j1]] == a+j1-j { // a run of consecutive next tokens: one Axpys, the same sums in the same order
+					j1++
 				}
+				kernels.Axpys(dh, dz[j:j1], u[a*d:], d)
+				j = j1
 			}
 		}
 	})

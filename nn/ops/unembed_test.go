@@ -2,11 +2,13 @@ package ops
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/rlvr-backtrack/backtrack/nn/kernels"
 	"github.com/rlvr-backtrack/backtrack/nn/stock"
 )
 
@@ -58,5 +60,79 @@ func TestUnembedMatchesStock(t *testing.T) {
 			}
 			checkAgainstStock(t, fused, ref, params, randomVector(rng, n*r, 1))
 		})
+	}
+}
+
+// TestUnembedRunsAreSlotBySlot: the unembedding's forward, which takes the
+// logits of a run of consecutive next tokens with one Dots, and its
+// backward, which adds their output embeddings into dh with one Axpys,
+// give bit for bit what one Dot and one Axpy per slot give, on rows made
+// of runs, of scattered tokens and of both.
+func TestUnembedRunsAreSlotBySlot(t *testing.T) {
+	const v, d, b, n = 40, 21, 3, 9
+	rng := rand.New(rand.NewPCG(71, 72))
+	s := support{offsets: []int{0}}
+	for x := range v {
+		k := 1 + rng.IntN(6)
+		switch x % 3 {
+		case 0: // one run
+			a := rng.IntN(v - k)
+			for j := range k {
+				s.next = append(s.next, a+j)
+			}
+		case 1: // scattered
+			s.next = append(s.next, rng.Perm(v)[:k]...)
+		default: // a run of two, then others
+			a := rng.IntN(v - 2)
+			s.next = append(s.next, a, a+1)
+			for _, c := range rng.Perm(v)[:k] {
+				if c != a && c != a+1 {
+					s.next = append(s.next, c)
+				}
+			}
+		}
+		s.offsets = append(s.offsets, len(s.next))
+	}
+	lay := randomLayout(rng, s, b, n, 2, false)
+	r := lay.Width()
+	hn, u, bias := randomVector(rng, b*n*d, 1), randomVector(rng, v*d, 1), randomVector(rng, len(s.next), 1)
+	g := randomVector(rng, b*n*r, 1)
+	k := &unembedKernel{lay: lay, d: d, v: v, hasB: true}
+	out := make([]float64, b*n*r)
+	if err := k.forward(out, [][]float64{hn, u, bias}); err != nil {
+		t.Fatal(err)
+	}
+	grads := [][]float64{make([]float64, b*n*d), make([]float64, v*d), make([]float64, len(s.next))}
+	if err := k.backward(grads, [][]float64{hn, u, bias}, g); err != nil {
+		t.Fatal(err)
+	}
+	same := func(what string, got, want float64) {
+		t.Helper()
+		if math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("%s: got %v, want %v bit for bit", what, got, want)
+		}
+	}
+	for p := range b * n {
+		x, h := lay.tok[p], hn[p*d:(p+1)*d]
+		e0, nv := lay.offsets[x], lay.offsets[x+1]-lay.offsets[x]
+		z := make([]float64, nv)
+		for j := range z {
+			a := lay.next[e0+j]
+			z[j] = kernels.Dot(h, u[a*d:(a+1)*d]) + bias[e0+j]
+		}
+		pi := make([]float64, nv)
+		kernels.LogSoftmax(z, pi, z)
+		sum := 0.0
+		for _, gv := range g[p*r : (p+1)*r] {
+			sum += gv
+		}
+		dh := make([]float64, d)
+		for j := range z {
+			same(fmt.Sprintf("position %d slot %d log-probability", p, j), out[p*r+j], z[j])
+			kernels.Axpy(dh, g[p*r+j]-pi[j]*sum, u[lay.next[e0+j]*d:(lay.next[e0+j]+1)*d])
+		}
+		for i := range dh {
+			same(fmt.Sprintf("position %d dh[%d]", p, i), grads[0][p*d+i], dh[i])
+		}
 	}
 }
