@@ -107,12 +107,33 @@ func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []in
 	return out
 }
 
-// trainTable takes one step of the table pass on minibatch mb's tokens:
-// the trainer's loss (lossOf) over them, each token's logits B's current
-// values plus its correction (its sampled row minus B at sampling, b0)
-// held constant, summed over fills of the table's graph and applied by
-// the table's solver group.
+// trainTable takes one step of the table pass on minibatch mb's tokens
+// (accumulateTable, then the table's solver group applies the sum).
 func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) error {
+	if err := l.accumulateTable(tb, mb, adv, div); err != nil || len(tb.mini[mb].tokens) == 0 {
+		return err
+	}
+	return l.applyTable()
+}
+
+// applyTable applies the table pass's summed gradient (after
+// accumulateTable of a minibatch with tokens).
+func (l *transformer) applyTable() error {
+	start := time.Now()
+	defer func() { l.tableTime += time.Since(start) }()
+	if err := l.table.apply(); err != nil {
+		return fmt.Errorf("trainers: step %d: table: %w", l.t.done, err)
+	}
+	return nil
+}
+
+// accumulateTable sums the gradient of the table pass on minibatch mb's
+// tokens (none when it has none): the trainer's loss (lossOf) over them,
+// each token's logits B's current values plus its correction (its
+// sampled row minus B at sampling, b0) held constant, over fills of the
+// table's graph. It reads B and no other parameter (update runs it beside
+// the windows pass of the minibatch before).
+func (l *transformer) accumulateTable(tb *tableData, mb int, adv, div []float64) error {
 	in := tb.mini[mb]
 	if len(in.tokens) == 0 {
 		return nil
@@ -159,9 +180,6 @@ func (l *transformer) trainTable(tb *tableData, mb int, adv, div []float64) erro
 		if _, err := p.accumulate(); err != nil {
 			return fmt.Errorf("trainers: step %d: table: %w", t.done, err)
 		}
-	}
-	if err := p.apply(); err != nil {
-		return fmt.Errorf("trainers: step %d: table: %w", t.done, err)
 	}
 	return nil
 }

@@ -31,12 +31,42 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 	if l.table != nil {
 		tab = l.newTableData(bt, mini)
 	}
+	// Each minibatch's table step comes before its windows pass, and the
+	// next minibatch's table gradient is summed while the windows pass
+	// runs: the table pass reads B and no other parameter, and the
+	// windows pass reads B and updates every other. Only the table's
+	// apply, which writes B, waits for the windows pass before it. The
+	// values are those of one pass after the other, bit for bit; the two
+	// fill the cores that each leaves idle at the start and end of its
+	// parallel parts.
+	if tab != nil {
+		if err := l.accumulateTable(tab, 0, adv, div); err != nil {
+			return ratioStats{}, err
+		}
+	}
 	for epoch := range epochs {
 		for mb, rs := range mini {
+			var next chan error // the next minibatch's table gradient, summed beside this windows pass
 			if tab != nil {
-				if err := l.trainTable(tab, mb, adv, div); err != nil {
-					return ratioStats{}, err
+				if len(tab.mini[mb].tokens) > 0 {
+					if err := l.applyTable(); err != nil {
+						return ratioStats{}, err
+					}
 				}
+				if epoch+1 < epochs || mb+1 < m {
+					next = make(chan error, 1)
+					go func(mb int) { next <- l.accumulateTable(tab, mb, adv, div) }((mb + 1) % m)
+				}
+			}
+			wait := func(err error) error { // the next table gradient's error after this pass's
+				if next == nil {
+					return err
+				}
+				if e := <-next; err == nil {
+					err = e
+				}
+				next = nil
+				return err
 			}
 			var lensOf []int
 			for _, i := range rs {
@@ -53,7 +83,8 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 			fill := func(c *consts, pos, seq, item int, weight float64) {
 				l.setSampled(c, pos, seq, item, weight, bt.logp(seq, item), ab, adv, div)
 			}
-			if _, err := l.trainWindows(seqs, ab.Starts, wins, fill); err != nil {
+			_, err := l.trainWindows(seqs, ab.Starts, wins, fill)
+			if err := wait(err); err != nil {
 				return ratioStats{}, err
 			}
 		}
