@@ -1,6 +1,9 @@
 package ops
 
 import (
+	"runtime"
+	"sort"
+
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
@@ -45,6 +48,44 @@ type unembedKernel struct {
 	hasB       bool      // a bias table B is the third input
 	pi         []float64 // (N*R) probabilities kept for the backward
 	dz         []float64 // (N*R) logit gradients
+}
+
+// outputGrads writes dU[a] = sum over the slots whose next token is a of
+// dz hn, U stored by row (V, D): each core takes a range of next tokens
+// holding about its share of the slots, and walks the positions in order,
+// adding their slots in its range, so that it reads hn (the batch's
+// residual stream, megabytes) front to back rather than a row here and a
+// row there. Each dU[a] still adds its slots in slot order, bit for bit
+// one Axpy per slot of aslot's list.
+func (k *unembedKernel) outputGrads(du, hn []float64) {
+	l, d, r := k.lay, k.d, k.lay.r
+	parts := max(1, min(runtime.GOMAXPROCS(0), len(l.aslot)/4096))
+	kernels.ParallelFor(parts, 1, func(p0, p1 int) {
+		for p := p0; p < p1; p++ {
+			// Next tokens [a0, a1): the first a whose slots before it reach
+			// p / parts of them, to the first that reach (p+1) / parts.
+			a0 := sort.SearchInts(l.aoff, p*len(l.aslot)/parts)
+			a1 := sort.SearchInts(l.aoff, (p+1)*len(l.aslot)/parts)
+			if p == parts-1 {
+				a1 = k.v
+			}
+			if p == 0 {
+				a0 = 0
+			}
+			clear(du[a0*d : a1*d])
+			for n := range l.N() {
+				h := hn[n*d : (n+1)*d]
+				for j, e := range l.entries[n*r : (n+1)*r] {
+					if e < 0 {
+						break
+					}
+					if a := l.next[e]; a >= a0 && a < a1 {
+						kernels.Axpy(du[a*d:(a+1)*d], k.dz[n*r+j], h)
+					}
+				}
+			}
+		}
+	})
 }
 
 // row returns the output embedding of token a, row a of a (V, D) U (not
@@ -145,17 +186,15 @@ func (k *unembedKernel) backward(grads [][]float64, in [][]float64, g []float64)
 			}
 		}
 	})
+	if !k.transposed {
+		k.outputGrads(du, hn)
+	}
 	kernels.ParallelFor(k.v, 16, func(lo, hi int) {
+		if !k.transposed {
+			return
+		}
 		for a := lo; a < hi; a++ {
 			slots := l.aslot[l.aoff[a]:l.aoff[a+1]]
-			if !k.transposed {
-				ua := du[a*d : (a+1)*d]
-				clear(ua)
-				for _, s := range slots {
-					kernels.Axpy(ua, k.dz[s], hn[(s/r)*d:(s/r+1)*d])
-				}
-				continue
-			}
 			for i := 0; i < d; i++ {
 				v := 0.0
 				for _, s := range slots {

@@ -65,11 +65,13 @@ func TestUnembedMatchesStock(t *testing.T) {
 
 // TestUnembedRunsAreSlotBySlot: the unembedding's forward, which takes the
 // logits of a run of consecutive next tokens with one Dots, and its
-// backward, which adds their output embeddings into dh with one Axpys,
-// give bit for bit what one Dot and one Axpy per slot give, on rows made
-// of runs, of scattered tokens and of both.
+// backward, which adds their output embeddings into dh with one Axpys
+// and sums dU on each core over a range of next tokens, give bit for bit
+// what one Dot and one Axpy per slot, in slot order, give, on rows made
+// of runs, of scattered tokens and of both (and enough slots for dU's
+// ranges to be split over two cores where there are two).
 func TestUnembedRunsAreSlotBySlot(t *testing.T) {
-	const v, d, b, n = 40, 21, 3, 9
+	const v, d, b, n = 40, 21, 48, 64
 	rng := rand.New(rand.NewPCG(71, 72))
 	s := support{offsets: []int{0}}
 	for x := range v {
@@ -94,6 +96,9 @@ func TestUnembedRunsAreSlotBySlot(t *testing.T) {
 		s.offsets = append(s.offsets, len(s.next))
 	}
 	lay := randomLayout(rng, s, b, n, 2, false)
+	if len(lay.aslot) < 2*4096 {
+		t.Fatalf("%d slots: want at least 8192, for outputGrads to split them over two cores", len(lay.aslot))
+	}
 	r := lay.Width()
 	hn, u, bias := randomVector(rng, b*n*d, 1), randomVector(rng, v*d, 1), randomVector(rng, len(s.next), 1)
 	g := randomVector(rng, b*n*r, 1)
@@ -103,6 +108,11 @@ func TestUnembedRunsAreSlotBySlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	grads := [][]float64{make([]float64, b*n*d), make([]float64, v*d), make([]float64, len(s.next))}
+	for _, gr := range grads { // the backward overwrites every value
+		for i := range gr {
+			gr[i] = math.NaN()
+		}
+	}
 	if err := k.backward(grads, [][]float64{hn, u, bias}, g); err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +122,7 @@ func TestUnembedRunsAreSlotBySlot(t *testing.T) {
 			t.Fatalf("%s: got %v, want %v bit for bit", what, got, want)
 		}
 	}
+	du := make([]float64, v*d)
 	for p := range b * n {
 		x, h := lay.tok[p], hn[p*d:(p+1)*d]
 		e0, nv := lay.offsets[x], lay.offsets[x+1]-lay.offsets[x]
@@ -129,10 +140,15 @@ func TestUnembedRunsAreSlotBySlot(t *testing.T) {
 		dh := make([]float64, d)
 		for j := range z {
 			same(fmt.Sprintf("position %d slot %d log-probability", p, j), out[p*r+j], z[j])
-			kernels.Axpy(dh, g[p*r+j]-pi[j]*sum, u[lay.next[e0+j]*d:(lay.next[e0+j]+1)*d])
+			a := lay.next[e0+j]
+			kernels.Axpy(dh, g[p*r+j]-pi[j]*sum, u[a*d:(a+1)*d])
+			kernels.Axpy(du[a*d:(a+1)*d], g[p*r+j]-pi[j]*sum, h)
 		}
 		for i := range dh {
 			same(fmt.Sprintf("position %d dh[%d]", p, i), grads[0][p*d+i], dh[i])
 		}
+	}
+	for i := range du {
+		same(fmt.Sprintf("dU[%d][%d]", i/d, i%d), grads[1][i], du[i])
 	}
 }
