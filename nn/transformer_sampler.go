@@ -14,9 +14,10 @@ import (
 // Transformer's parameter values, precomputed once: per token x the record
 // [E[x] | E[x] W_Q | E[x] W_K | E[x] W_V[:, head h] W_O[head h, :] for each
 // head h] (V, (3+H) D), the same per position residue for P, the output
-// embedding of each support entry's next token (NNZ, D): a row's are
-// contiguous, so its logits are one Dots), the per-entry logits B (NNZ)
-// and the layer norm's gain and bias. The first layer is linear in h0 = E[x] +
+// embeddings (V, D), token a's in row a, the per-entry logits B (NNZ)
+// and the layer norm's gain and bias. Where a support row's next tokens
+// are consecutive (all but a few rows of the task's graphs) their output
+// embeddings are one block, and the row's logits one Dots. The first layer is linear in h0 = E[x] +
 // P[c], so a token's record at a position is the sum of two rows, and a
 // sampler's Push costs O(Context*D + R*D).
 //
@@ -32,7 +33,8 @@ type TransformerSnapshot struct {
 	hs             kernels.Heads
 	tok            []float64 // (V, W) token records
 	pos            []float64 // (C, W) position records, nil without positions
-	unemb          []float64 // (NNZ, D) output embeddings, row e entry e's next token's
+	unemb          []float64 // (V, D) output embeddings, row a token a's (an eighth of one per support entry at the paper's size: it stays nearer the core)
+	runs           []bool    // (V) whether row x's next tokens are consecutive
 	bias           []float64 // (NNZ) per-entry logit B (zeros with Init "identity")
 	lnGain, lnBias []float64 // (D) each, nil without LayerNorm
 }
@@ -58,14 +60,23 @@ func (tr *Transformer) Snapshot() *TransformerSnapshot {
 		sn.pos = records(floatsOf(tr.pos), c)
 	}
 	u, nnz := floatsOf(tr.unemb), cfg.Support.NNZ()
-	sn.unemb, sn.bias = make([]float64, nnz*d), make([]float64, nnz)
-	for e, a := range cfg.Support.Next[:nnz] {
-		row := sn.unemb[e*d : (e+1)*d]
-		if tr.bias != nil { // U is (V, D), row a is token a's
-			copy(row, u[a*d:(a+1)*d])
-		} else { // identity: U is (D, V), column a is token a's
-			for i := range row {
-				row[i] = u[i*v+a]
+	sn.unemb, sn.bias = make([]float64, v*d), make([]float64, nnz)
+	if tr.bias != nil { // U is (V, D), row a is token a's
+		copy(sn.unemb, u)
+	} else { // identity: U is (D, V), column a is token a's
+		for a := range v {
+			for i := range d {
+				sn.unemb[a*d+i] = u[i*v+a]
+			}
+		}
+	}
+	sn.runs = make([]bool, v)
+	for x := range v {
+		row := cfg.Support.Row(x)
+		sn.runs[x] = true
+		for j := 1; j < len(row); j++ {
+			if row[j] != row[0]+j {
+				sn.runs[x] = false
 			}
 		}
 	}
@@ -198,7 +209,15 @@ func (s *TransformerSampler) Push(x int) ([]float64, error) {
 	}
 	lo, hi := cfg.Support.Offsets[x], cfg.Support.Offsets[x+1]
 	s.logp, s.prob = s.logp[:hi-lo], s.prob[:hi-lo]
-	kernels.Dots(s.logp, h, sn.unemb[lo*d:], d)
+	switch next := cfg.Support.Next[lo:hi]; {
+	case len(next) == 0:
+	case sn.runs[x]:
+		kernels.Dots(s.logp, h, sn.unemb[next[0]*d:], d)
+	default: // one row at a time, the same sums
+		for j, a := range next {
+			kernels.Dots(s.logp[j:j+1], h, sn.unemb[a*d:], d)
+		}
+	}
 	for e := lo; e < hi; e++ {
 		s.logp[e-lo] += sn.bias[e]
 	}

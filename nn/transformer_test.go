@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rlvr-backtrack/backtrack/nn/kernels"
+	"github.com/rlvr-backtrack/backtrack/tasks"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -395,4 +396,59 @@ func TestSamplerAttention(t *testing.T) {
 func TestSamplerWithoutAVX(t *testing.T) {
 	defer kernels.UseAVX(kernels.UseAVX(false))
 	TestTransformerSamplerMatchesGraph(t)
+}
+
+// TestSamplerRunsAreRowByRow: the sampler's logits of a row whose next
+// tokens are consecutive, one Dots over their block of output embeddings,
+// are bit for bit those taken one next token at a time (the rows that are
+// not runs), on the task's graph, whose rows are nearly all runs.
+func TestSamplerRunsAreRowByRow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	g, err := tasks.New(tasks.Config{W: 5, K: 5, L: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Support{Offsets: g.Offsets, Next: g.Next}
+	cfg := TransformerConfig{Vocab: s.Rows(), Support: s, TransformerArch: TransformerArch{Dim: 24, Heads: 2, Context: 4, Positional: "learned", Init: "table"}}
+	tr, err := NewTransformerFromBigram(cfg, randomVector(rng, s.NNZ(), 1), rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := tr.ParamValues() // away from the initialisation's zero unembedding
+	for _, v := range vals {
+		for i := range v {
+			v[i] += 0.3 * rng.NormFloat64()
+		}
+	}
+	if err := tr.SetParamValues(vals); err != nil {
+		t.Fatal(err)
+	}
+	sn := tr.Snapshot()
+	runs := 0
+	for x, r := range sn.runs {
+		if r && len(s.Row(x)) > 1 {
+			runs++
+		}
+	}
+	if runs < s.Rows()/2 {
+		t.Fatalf("%d of %d rows are runs: the test needs the run path", runs, s.Rows())
+	}
+	rowByRow := *sn
+	rowByRow.runs = make([]bool, len(sn.runs))
+	a, b := sn.Sampler(), rowByRow.Sampler()
+	for i, x := range randomWalk(rng, s, 200) {
+		la, err := a.Push(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lb, err := b.Push(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range la {
+			if math.Float64bits(la[j]) != math.Float64bits(lb[j]) {
+				t.Fatalf("token %d (%d), slot %d: %v by runs, %v row by row", i, x, j, la[j], lb[j])
+			}
+		}
+	}
 }
