@@ -803,7 +803,15 @@ TEXT ·expsScalarAVX(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), DI
 	MOVQ c+8(FP), R8
 	MOVQ table+16(FP), R9
-	VMOVUPD (DI), Y0
+	// The four lanes loaded one by one: the caller has just stored them one
+	// by one, and a 32-byte load of four 8-byte stores cannot take their
+	// values from the store buffer (it waits for them to reach the cache,
+	// about as long as the rest of the call).
+	VMOVSD (DI), X0
+	VMOVHPD 8(DI), X0, X0
+	VMOVSD 16(DI), X1
+	VMOVHPD 24(DI), X1, X1
+	VINSERTF128 $1, X1, Y0, Y0
 	// k := x N/ln2 rounded by the shift; kd := k as a float64
 	VBROADCASTSD 0(R8), Y5
 	VMULPD Y5, Y0, Y1
