@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -269,4 +270,60 @@ func TestRolloutSeqs(t *testing.T) {
 	if windows == 0 {
 		t.Fatal("no window compared")
 	}
+}
+
+// TestTablesBesideWindowsChangeNothing: a transformer PPO run gives the
+// same rows and parameters, bit for bit, whether its updates sum each
+// next minibatch's table gradient beside the windows pass or after it
+// (the table pass reads B and no other parameter; only its apply, which
+// writes B, waits for the windows pass).
+func TestTablesBesideWindowsChangeNothing(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
+	cfg := Defaults(PPO, TransformerModel)
+	cfg.Rollouts, cfg.Steps, cfg.Until, cfg.LogEvery = 16, 8, 0, 1
+	run := func(beside bool) ([]string, [][]float64) {
+		defer func(b bool) { tablesBesideWindows = b }(tablesBesideWindows)
+		tablesBesideWindows = beside
+		tr, err := New(cfg, g, Setup{Model: TransformerModel, Transformer: DefaultTransformerOptions(PPO)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		var rows []Row
+		if _, err := tr.Run(context.Background(), Hooks{Row: func(r Row) error { rows = append(rows, r); return nil }}); err != nil {
+			t.Fatal(err)
+		}
+		return fmtRows(rows), tr.l.(*transformer).tr.ParamValues()
+	}
+	rowsA, paramsA := run(true)
+	rowsB, paramsB := run(false)
+	if len(rowsA) != len(rowsB) {
+		t.Fatalf("%d rows beside, %d after", len(rowsA), len(rowsB))
+	}
+	for i := range rowsA {
+		if rowsA[i] != rowsB[i] {
+			t.Fatalf("row %d beside:\n%s\nafter:\n%s", i, rowsA[i], rowsB[i])
+		}
+	}
+	for i := range paramsA {
+		for j := range paramsA[i] {
+			if math.Float64bits(paramsA[i][j]) != math.Float64bits(paramsB[i][j]) {
+				t.Fatalf("parameter %d[%d]: %v beside, %v after", i, j, paramsA[i][j], paramsB[i][j])
+			}
+		}
+	}
+	if reflect.DeepEqual(paramsA, run0(t, cfg, g)) {
+		t.Fatal("the run's parameters did not move from the start: the comparison proves nothing")
+	}
+}
+
+// run0 is the starting parameters of cfg's transformer on g.
+func run0(t *testing.T, cfg Config, g *tasks.Graph) [][]float64 {
+	t.Helper()
+	tr, err := New(cfg, g, Setup{Model: TransformerModel, Transformer: DefaultTransformerOptions(PPO)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	return tr.l.(*transformer).tr.ParamValues()
 }

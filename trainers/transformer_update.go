@@ -47,6 +47,7 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 	for epoch := range epochs {
 		for mb, rs := range mini {
 			var next chan error // the next minibatch's table gradient, summed beside this windows pass
+			var after func()    // or after it, without tablesBesideWindows
 			if tab != nil {
 				if len(tab.mini[mb].tokens) > 0 {
 					if err := l.applyTable(); err != nil {
@@ -55,12 +56,21 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 				}
 				if epoch+1 < epochs || mb+1 < m {
 					next = make(chan error, 1)
-					go func(mb int) { next <- l.accumulateTable(tab, mb, adv, div) }((mb + 1) % m)
+					acc := func() { next <- l.accumulateTable(tab, (mb+1)%m, adv, div) }
+					if tablesBesideWindows {
+						go acc()
+					} else {
+						after = acc
+					}
 				}
 			}
 			wait := func(err error) error { // the next table gradient's error after this pass's
 				if next == nil {
 					return err
+				}
+				if after != nil { // one pass after the other
+					after()
+					after = nil
 				}
 				if e := <-next; err == nil {
 					err = e
@@ -100,6 +110,11 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 	rs.trained, rs.gradNorm = trained, norm
 	return rs, err
 }
+
+// tablesBesideWindows is whether update sums the next minibatch's table
+// gradient beside the windows pass (otherwise after it); a variable so
+// that a test can compare the two.
+var tablesBesideWindows = true
 
 // trainWindows is the windows pass on one minibatch: it runs its windows
 // through the graph, fill by fill, setting the loss constants of each
