@@ -33,6 +33,12 @@ func runRows(t testing.TB, cfg Config, g *tasks.Graph, s Setup) []Row {
 		t.Fatal(err)
 	}
 	defer tr.Close()
+	return trainRows(t, tr)
+}
+
+// trainRows trains tr until it stops and returns the rows it logged.
+func trainRows(t testing.TB, tr *Trainer) []Row {
+	t.Helper()
 	var rows []Row
 	if _, err := tr.Run(context.Background(), Hooks{Row: func(r Row) error { rows = append(rows, r); return nil }}); err != nil {
 		t.Fatal(err)

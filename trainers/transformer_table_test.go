@@ -289,11 +289,7 @@ func TestTablesBesideWindowsChangeNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tr.Close()
-		var rows []Row
-		if _, err := tr.Run(context.Background(), Hooks{Row: func(r Row) error { rows = append(rows, r); return nil }}); err != nil {
-			t.Fatal(err)
-		}
-		return fmtRows(rows), tr.l.(*transformer).tr.ParamValues()
+		return fmtRows(trainRows(t, tr)), tr.l.(*transformer).tr.ParamValues()
 	}
 	rowsA, paramsA := run(true)
 	rowsB, paramsB := run(false)

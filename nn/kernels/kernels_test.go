@@ -140,17 +140,7 @@ func checkMatrixKernels(t *testing.T) {
 			for _, tb := range []bool{false, true} {
 				for _, beta := range []float64{0, 1, -0.5} {
 					for _, alpha := range []float64{1, 0.3} {
-						ar, ac := m, k
-						if ta {
-							ar, ac = k, m
-						}
-						br, bc := k, n
-						if tb {
-							br, bc = n, k
-						}
-						a := View(randomVector(rng, ar*(ac+2), 1), 0, ar, ac, ac+2)
-						b := View(randomVector(rng, br*(bc+1), 1), 0, br, bc, bc+1)
-						c := View(randomVector(rng, m*(n+3), 1), 0, m, n, n+3)
+						a, b, c := gemmOperands(rng, m, n, k, ta, tb)
 						want := make([]float64, m*n)
 						abs := make([]float64, m*n)
 						for i := range m {
@@ -300,17 +290,7 @@ func TestGemmBlockedIsRowByRow(t *testing.T) {
 					continue
 				}
 				for _, beta := range []float64{0, 1, -0.5} {
-					ar, ac := m, k
-					if ta {
-						ar, ac = k, m
-					}
-					br, bc := k, n
-					if tb {
-						br, bc = n, k
-					}
-					a := View(randomVector(rng, ar*(ac+2), 1), 0, ar, ac, ac+2)
-					b := View(randomVector(rng, br*(bc+1), 1), 0, br, bc, bc+1)
-					c := View(randomVector(rng, m*(n+3), 1), 0, m, n, n+3)
+					a, b, c := gemmOperands(rng, m, n, k, ta, tb)
 					want := View(slices.Clone(c.Data), 0, m, n, n+3)
 					gemmRowByRow(ta, tb, a, b, beta, want)
 					gemmRows(ta, tb, a, b, beta, c)
@@ -325,6 +305,23 @@ func TestGemmBlockedIsRowByRow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// gemmOperands returns random strided views a, b and c for c = op(a)
+// op(b) + c, op(a) (m, k) and op(b) (k, n), transposed as ta and tb say.
+func gemmOperands(rng *rand.Rand, m, n, k int, ta, tb bool) (a, b, c Matrix) {
+	ar, ac := m, k
+	if ta {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if tb {
+		br, bc = n, k
+	}
+	a = View(randomVector(rng, ar*(ac+2), 1), 0, ar, ac, ac+2)
+	b = View(randomVector(rng, br*(bc+1), 1), 0, br, bc, bc+1)
+	c = View(randomVector(rng, m*(n+3), 1), 0, m, n, n+3)
+	return a, b, c
 }
 
 // gemmRowByRow is gemmRows without blocks: each row of c from one Axpys or
