@@ -17,9 +17,9 @@ import (
 // embeddings (V, D), token a's in row a, the per-entry logits B (NNZ)
 // and the layer norm's gain and bias. Where a support row's next tokens
 // are consecutive (all but a few rows of the task's graphs) their output
-// embeddings are one block, and the row's logits one Dots. The first layer is linear in h0 = E[x] +
-// P[c], so a token's record at a position is the sum of two rows, and a
-// sampler's Push costs O(Context*D + R*D).
+// embeddings are one block, and the row's logits one Dots. The first
+// layer is linear in h0 = E[x] + P[c], so a token's record at a position
+// is the sum of two rows, and a sampler's Push costs O(Context*D + R*D).
 //
 // The records are those of the training graph's attention op
 // (kernels.WeightsAll), prefixed by h0.

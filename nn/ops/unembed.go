@@ -171,39 +171,36 @@ func (k *unembedKernel) backward(grads [][]float64, in [][]float64, g []float64)
 			}
 			for j := 0; j < nv; {
 				a, j1 := next[es[j]], j+1
-				if k.transposed {
+				if !k.transposed {
+					for j1 < nv && next[es[j1]] == a+j1-j { // a run of consecutive next tokens: one Axpys, the same sums in the same order
+						j1++
+					}
+					kernels.Axpys(dh, dz[j:j1], u[a*d:], d)
+				} else {
 					for i := range dh {
 						dh[i] += dz[j] * u[i*k.v+a]
 					}
-					j = j1
-					continue
 				}
-				for j1 < nv && next[es[j1]] == a+j1-j { // a run of consecutive next tokens: one Axpys, the same sums in the same order
-					j1++
-				}
-				kernels.Axpys(dh, dz[j:j1], u[a*d:], d)
 				j = j1
 			}
 		}
 	})
 	if !k.transposed {
 		k.outputGrads(du, hn)
-	}
-	kernels.ParallelFor(k.v, 16, func(lo, hi int) {
-		if !k.transposed {
-			return
-		}
-		for a := lo; a < hi; a++ {
-			slots := l.aslot[l.aoff[a]:l.aoff[a+1]]
-			for i := 0; i < d; i++ {
-				v := 0.0
-				for _, s := range slots {
-					v += k.dz[s] * hn[(s/r)*d+i]
+	} else {
+		kernels.ParallelFor(k.v, 16, func(lo, hi int) {
+			for a := lo; a < hi; a++ {
+				slots := l.aslot[l.aoff[a]:l.aoff[a+1]]
+				for i := 0; i < d; i++ {
+					v := 0.0
+					for _, s := range slots {
+						v += k.dz[s] * hn[(s/r)*d+i]
+					}
+					du[i*k.v+a] = v
 				}
-				du[i*k.v+a] = v
 			}
-		}
-	})
+		})
+	}
 	if k.hasB {
 		db := grads[2]
 		clear(db)
