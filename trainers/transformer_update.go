@@ -46,8 +46,7 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 	}
 	for epoch := range epochs {
 		for mb, rs := range mini {
-			var next chan error // the next minibatch's table gradient, summed beside this windows pass
-			var after func()    // or after it, without tablesBesideWindows
+			var pending func() error // the next minibatch's table gradient, done once this windows pass is
 			if tab != nil {
 				if len(tab.mini[mb].tokens) > 0 {
 					if err := l.applyTable(); err != nil {
@@ -55,28 +54,9 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 					}
 				}
 				if epoch+1 < epochs || mb+1 < m {
-					next = make(chan error, 1)
-					acc := func() { next <- l.accumulateTable(tab, (mb+1)%m, adv, div) }
-					if tablesBesideWindows {
-						go acc()
-					} else {
-						after = acc
-					}
+					next := (mb + 1) % m
+					pending = besideWindows(func() error { return l.accumulateTable(tab, next, adv, div) })
 				}
-			}
-			wait := func(err error) error { // the next table gradient's error after this pass's
-				if next == nil {
-					return err
-				}
-				if after != nil { // one pass after the other
-					after()
-					after = nil
-				}
-				if e := <-next; err == nil {
-					err = e
-				}
-				next = nil
-				return err
 			}
 			var lensOf []int
 			for _, i := range rs {
@@ -94,7 +74,12 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 				l.setSampled(c, pos, seq, item, weight, bt.logp(seq, item), ab, adv, div)
 			}
 			_, err := l.trainWindows(seqs, ab.Starts, wins, fill)
-			if err := wait(err); err != nil {
+			if pending != nil {
+				if e := pending(); err == nil {
+					err = e
+				}
+			}
+			if err != nil {
 				return ratioStats{}, err
 			}
 		}
@@ -115,6 +100,18 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 // gradient beside the windows pass (otherwise after it); a variable so
 // that a test can compare the two.
 var tablesBesideWindows = true
+
+// besideWindows starts f on a goroutine of its own and returns what waits
+// for its error; without tablesBesideWindows it returns f itself, to run
+// when called, after the windows pass.
+func besideWindows(f func() error) func() error {
+	if !tablesBesideWindows {
+		return f
+	}
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	return func() error { return <-done }
+}
 
 // trainWindows is the windows pass on one minibatch: it runs its windows
 // through the graph, fill by fill, setting the loss constants of each
