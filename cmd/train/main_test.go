@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -115,5 +116,25 @@ func TestEvalOptimum(t *testing.T) {
 			th.Cert.Gradient > 1e-9 || th.Cert.Margin < 0 || len(th.Entry) == 0 {
 			t.Errorf("%v: theory %+v, want optimum %.10g entering branch %v, certified", args, th, tc.want, tc.first)
 		}
+	}
+}
+
+// TestTuneGC checks that train runs its collector at gcPercent when GOGC
+// is not set, and leaves a GOGC the user set alone.
+func TestTuneGC(t *testing.T) {
+	was := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(was)
+	tuneGC(func(string) string { return "" })
+	if got := debug.SetGCPercent(100); got != gcPercent {
+		t.Errorf("without GOGC: the collector at %d, want %d", got, gcPercent)
+	}
+	tuneGC(func(k string) string {
+		if k == "GOGC" {
+			return "200"
+		}
+		return ""
+	})
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with GOGC=200 set: tuneGC moved the collector to %d, want it left at 100 (the runtime's reading of GOGC)", got)
 	}
 }
