@@ -194,10 +194,12 @@ func checkMemory(g *tasks.Graph, cfg Config, opts TransformerOptions, tc nn.Tran
 // in the sampler's buffers its entry (0.5) and its row of log-probabilities
 // (the mean out-degree), in the joined batch its entry again (the rows are
 // views), and the trainer's per-token arrays (state, row start and table
-// index at half a word each, the advantage), all of it twice: the
-// collector lets the heap grow to twice its live data (GOGC=100) before it
-// collects. (Without a table pass there are no rows, and a log-probability
-// a token in each buffer instead: less.)
+// index at half a word each, the advantage), all of it twice: Go's
+// collector at its default GOGC=100 lets the heap grow to twice its live
+// data before it collects. (The train command runs it at GOGC=50, 1.5
+// times, unless GOGC is set: the estimate stays the conservative one.
+// Without a table pass there are no rows, and a log-probability a token in
+// each buffer instead: less.)
 func transitionWords(g *tasks.Graph, tc nn.TransformerConfig) float64 {
 	return 2 * (0.5 + float64(tc.Support.NNZ())/float64(g.NumStates()) + 0.5 + 2.5)
 }
