@@ -46,8 +46,9 @@ func main() {
 // token for the transformer at the paper's size), and each step leaves
 // some garbage, so at GOGC=100 its peak is about twice that batch. Its
 // large buffers hold no pointers, so a collection has little to mark: the
-// transformer's first 12 PPO steps at the paper's size peaked at 1.56-1.70
-// GB against 2.42-2.54 GB at GOGC=100, in no more CPU time (docs/speed.md).
+// transformer's first 12 PPO steps at the paper's size peaked at 1.49-1.63
+// GiB (1.60-1.75 GB) against 2.31-2.43 GiB (2.48-2.61 GB) at GOGC=100, in
+// no more CPU time (docs/speed.md).
 const gcPercent = 50
 
 // tuneGC sets the collector to gcPercent unless getenv("GOGC") is set (the
