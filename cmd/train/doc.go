@@ -118,7 +118,10 @@
 //	                       would train it on). The command that made a run, run
 //	                       again after such a resume, still finds it
 //	-max-bytes N           memory budget, >= 1 (default 3/4 of the machine): larger graphs
-//	                       are refused before anything is allocated
+//	                       are refused before anything is allocated. Go's collector
+//	                       runs at GOGC=50 unless the environment sets GOGC (a
+//	                       run's heap grows to 1.5 times its live data between
+//	                       collections); GOMEMLIMIT, when set, also bounds it
 //
 // sampled RLVR flags (reinforce, ppo, grpo, rloo, dr-grpo; each step samples a
 // batch of rollouts of the current policy and updates from it):
