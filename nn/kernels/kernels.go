@@ -348,10 +348,20 @@ func Ger(alpha float64, x, y []float64, a Matrix) {
 }
 
 // ParallelFor calls fn on contiguous chunks [lo, hi) covering [0, n), on
-// up to GOMAXPROCS goroutines (the caller's included), chunks of at least
-// grain items; it returns when every chunk is done. fn must treat its
-// items independently (no shared accumulator), so that results do not
-// depend on the number of goroutines.
+// up to GOMAXPROCS goroutines, chunks of at least grain items; it returns
+// when every chunk is done. fn must treat its items independently (no
+// shared accumulator), so that results do not depend on the number of
+// goroutines.
+//
+// Every chunk runs on a goroutine of its own while the caller waits; the
+// caller does not take the first. A goroutine started by go lands in its
+// P's runnext slot, and an idle P steals from that slot only after
+// usleep(3) in the runtime's runqgrab (Go 1.26 runtime/proc.go), which
+// Linux stretches to about 55 us by its default 50 us timer slack; the
+// idle P tries that slot last. With the caller working on its own chunk,
+// the other chunk waited about 100 us for the second core, and chunks
+// shorter than that ran one after the other: BenchmarkParallelForFork
+// measures both forms.
 func ParallelFor(n, grain int, fn func(lo, hi int)) {
 	w := min(runtime.GOMAXPROCS(0), n/max(grain, 1))
 	if w <= 1 {
@@ -362,21 +372,16 @@ func ParallelFor(n, grain int, fn func(lo, hi int)) {
 	}
 	chunk := (n + w - 1) / w
 	var wg sync.WaitGroup
-	for lo := chunk; lo < n; lo += chunk {
-		wg.Add(1)
-		go func(lo int) {
-			defer wg.Done()
-			fn(lo, min(n, lo+chunk))
-		}(lo)
+	for lo := 0; lo < n; lo += chunk {
+		wg.Go(func() { fn(lo, min(n, lo+chunk)) })
 	}
-	fn(0, min(n, chunk))
 	wg.Wait()
 }
 
-// ParallelEach calls fn(i) for every i < n on up to GOMAXPROCS goroutines
-// (the caller's included), each taking the next item when it is done with
-// one: for items of very unequal cost, such as rollouts. fn must treat its
-// items independently.
+// ParallelEach calls fn(i) for every i < n on up to GOMAXPROCS goroutines,
+// each taking the next item when it is done with one: for items of very
+// unequal cost, such as rollouts. fn must treat its items independently.
+// The caller waits while they run, as in ParallelFor.
 func ParallelEach(n int, fn func(i int)) {
 	w := min(runtime.GOMAXPROCS(0), n)
 	if w <= 1 {
@@ -392,10 +397,9 @@ func ParallelEach(n int, fn func(i int)) {
 		}
 	}
 	var wg sync.WaitGroup
-	for range w - 1 {
+	for range w {
 		wg.Go(work)
 	}
-	work()
 	wg.Wait()
 }
 
