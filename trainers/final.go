@@ -43,6 +43,7 @@ const (
 // adopted as the step's row either way (it is the more precise of the
 // two), so the row that stops the run is the one that decided it.
 func (t *Trainer) confirm(ctx context.Context) (Row, error) {
+	defer region("confirmation").End()
 	e, ok := t.l.(estimator)
 	if !ok {
 		return Row{}, fmt.Errorf("trainers: %s has no Monte Carlo estimate to confirm", t.l.layout())

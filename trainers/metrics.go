@@ -63,6 +63,7 @@ type Row struct {
 
 // measure computes the metrics of the current policy.
 func (t *Trainer) measure(ctx context.Context) (Row, error) {
+	defer region("measurement").End()
 	nan := math.NaN()
 	row := Row{Step: t.done, HittingTime: nan, Objective: nan, InvalidMass: nan, BoundRatio: nan, MaxBoundRatio: nan, A: nan, B: nan, C: nan, D: nan,
 		LR: t.lr(), StepSeconds: t.stepSeconds}

@@ -123,7 +123,9 @@ func (t *Trainer) sampledStep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r := region("policy update")
 	rs, err := t.sampled().update(b, states, adv, div)
+	r.End()
 	if err != nil {
 		return err
 	}
@@ -140,10 +142,13 @@ func (t *Trainer) sampledStep(ctx context.Context) error {
 func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, *advantages, *lossDivs, error) {
 	s, cfg := t.smp, t.cfg
 	s.entropy = nil // the previous batch's: no row or checkpoint wants it now
+	r := region("sampling")
 	b, horizon, err := t.drawBatch(ctx)
+	r.End()
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
+	defer region("advantages and returns").End()
 	lens := s.record(&b.Batch, horizon, cfg.Beta)
 	if s.fork != nil {
 		s.states, s.last = b.StatesMarkedInto(t.g, s.states, s.last, s.fork, &s.forkAt)

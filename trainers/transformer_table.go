@@ -140,6 +140,7 @@ func (l *transformer) accumulateTable(tb *tableData, mb int, adv, div []float64)
 	}
 	start := time.Now()
 	defer func() { l.tableTime += time.Since(start) }()
+	defer region("table pass").End()
 	g, t, p, batch := l.t.g, l.t, l.table, l.tbl
 	ab, states := tb.ab, tb.states
 	chunk, _ := batch.Shape()

@@ -73,11 +73,15 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 			fill := func(c *consts, pos, seq, item int, weight float64) {
 				l.setSampled(c, pos, seq, item, weight, bt.logp(seq, item), ab, adv, div)
 			}
+			r := region("windows pass")
 			_, err := l.trainWindows(seqs, ab.Starts, wins, fill)
+			r.End()
 			if pending != nil {
+				r := region("table wait") // the next minibatch's table pass, once the windows pass is done
 				if e := pending(); err == nil {
 					err = e
 				}
+				r.End()
 			}
 			if err != nil {
 				return ratioStats{}, err
@@ -91,7 +95,9 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 	if !cfg.Trainer.Clipped() {
 		return ratioStats{trained: trained, gradNorm: norm}, nil
 	}
+	r := region("ratio replay")
 	rs, err := l.ratios(bt)
+	r.End()
 	rs.trained, rs.gradNorm = trained, norm
 	return rs, err
 }

@@ -50,6 +50,10 @@
 //	train -cpuprofile FILE [COMMAND ...]
 //	                       any of the above (none: the headline experiment) with
 //	                       its CPU profile written to FILE (go tool pprof FILE)
+//	train -trace FILE [COMMAND ...]
+//	                       the same with an execution trace written to FILE (go
+//	                       tool trace FILE), each step's phases marked as regions;
+//	                       megabytes a second of run: trace a few steps
 //
 // graph flags (run and eval):
 //

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,6 +110,12 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		}
 		return profiled(args[1], args[2:], stdout, stderr)
 	}
+	if len(args) > 0 && (args[0] == "-trace" || args[0] == "--trace") {
+		if len(args) < 2 {
+			return usagef("-trace: want a file name")
+		}
+		return traced(args[1], args[2:], stdout, stderr)
+	}
 	if len(args) == 0 {
 		return runDefault(stdout, stderr)
 	}
@@ -150,5 +157,26 @@ func profiled(file string, args []string, stdout, stderr io.Writer) (err error) 
 		return fmt.Errorf("-cpuprofile: %w", err)
 	}
 	defer pprof.StopCPUProfile()
+	return dispatch(args, stdout, stderr)
+}
+
+// traced runs the command in args (none: the headline experiment) with an
+// execution trace written to file, for go tool trace; the trainers mark
+// each step's phases in it as regions (docs/traceidle splits the cores'
+// use by them).
+func traced(file string, args []string, stdout, stderr io.Writer) (err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return usagef("-trace: %v", err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("-trace: %w", cerr)
+		}
+	}()
+	if err := trace.Start(f); err != nil {
+		return fmt.Errorf("-trace: %w", err)
+	}
+	defer trace.Stop()
 	return dispatch(args, stdout, stderr)
 }

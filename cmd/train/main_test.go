@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -61,10 +63,36 @@ func TestBadInputExits2(t *testing.T) {
 		{[]string{"eval", "extra"}, "unexpected argument"},
 		{[]string{"eval", "-W", "100000", "-K", "100000"}, "too large"},
 		{[]string{"frob"}, "unknown subcommand"},
+		{[]string{"-cpuprofile"}, "-cpuprofile: want a file name"},
+		{[]string{"-trace"}, "-trace: want a file name"},
+		{[]string{"-trace", filepath.Join(t.TempDir(), "no", "such", "folder", "x.trace"), "eval"}, "-trace"},
 	} {
 		code, out, errs := runCLI(t, tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 || out != "" {
 			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 and one line containing %q", tc.args, code, errs, out, tc.want)
+		}
+	}
+}
+
+// TestTraceMarksPhases: train -trace writes an execution trace of the
+// command in which a sampled run's phases are regions: their names are in
+// the trace's string table (go tool trace and docs/traceidle read them).
+// The names are not substrings of the code's function or file names,
+// which the trace's stacks also hold.
+func TestTraceMarksPhases(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "run.trace")
+	code, _, errs := runCLI(t, "-trace", file, "run", "-model", "transformer", "-trainer", "ppo", "-W", "3", "-K", "3", "-L", "2", "-steps", "2", "-out", filepath.Join(dir, "run"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"sampling", "advantages and returns", "policy update", "table pass", "windows pass", "table wait", "ratio replay", "measurement"} {
+		if !bytes.Contains(b, []byte(name)) {
+			t.Errorf("the trace (%d bytes) has no region %q", len(b), name)
 		}
 	}
 }
