@@ -12,9 +12,13 @@
 //	go test ./trainers -run '^$' -bench 'TransformerPPOStep/W15K15L5' -benchtime 2x -trace step.trace
 //	go tool trace -d=parsed step.trace | go run ./docs/traceidle
 //
-// or of a few steps of a run (train -trace FILE run ... -steps 3). The
-// format read is the debug output of Go 1.26's trace tool, not a stable
-// interface.
+// or of a few steps of a run (train -trace FILE run ... -steps 3). With
+// -lag SITE it also gives how long the goroutines started at SITE (a
+// substring of the site it lists) waited from their start to their first
+// run, those started inside a region of kind -within only when that is
+// given: for a parallel loop's parts, how long each waited for a core.
+// The format read is the debug output of Go 1.26's trace tool, not a
+// stable interface.
 package main
 
 import (
@@ -49,21 +53,32 @@ var (
 )
 
 func main() {
-	last := flag.Float64("last", 0, "seconds at the end of the trace to read (0: all of it)")
-	top := flag.Int("top", 8, "goroutine sites to list")
+	var o options
+	flag.Float64Var(&o.last, "last", 0, "seconds at the end of the trace to read (0: all of it)")
+	flag.IntVar(&o.top, "top", 8, "goroutine sites to list")
+	flag.StringVar(&o.lag, "lag", "", "the start delays of the goroutines started at a site containing this")
+	flag.StringVar(&o.within, "within", "", "with -lag: only those started inside a region of this kind")
 	flag.Parse()
-	if *last < 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "traceidle: usage: go tool trace -d=parsed FILE | traceidle [-last SECONDS] [-top N]")
+	if o.last < 0 || o.top < 0 || flag.NArg() > 0 || (o.within != "" && o.lag == "") {
+		fmt.Fprintln(os.Stderr, "traceidle: usage: go tool trace -d=parsed FILE | traceidle [-last SECONDS] [-top N] [-lag SITE [-within REGION]]")
 		os.Exit(2)
 	}
-	if err := report(os.Stdout, os.Stdin, *last, *top); err != nil {
+	if err := report(os.Stdout, os.Stdin, o); err != nil {
 		fmt.Fprintln(os.Stderr, "traceidle:", err)
 		os.Exit(1)
 	}
 }
 
+// options are the command's flags.
+type options struct {
+	last        float64
+	top         int
+	lag, within string
+}
+
 // report reads the parsed trace from r and writes the split to w.
-func report(w io.Writer, r io.Reader, last float64, top int) error {
+func report(w io.Writer, r io.Reader, o options) error {
+	last, top := o.last, o.top
 	ts, spans, err := parse(r)
 	if err != nil {
 		return err
@@ -121,7 +136,54 @@ func report(w io.Writer, r io.Reader, last float64, top int) error {
 	for _, s := range sites[:min(top, len(sites))] {
 		fmt.Fprintf(w, "%8.1f ms  %s\n", float64(alone[s])/1e6, s)
 	}
+	if o.lag != "" {
+		printLags(w, ts, spans, from, o.lag, o.within)
+	}
 	return nil
+}
+
+// printLags prints the distribution of the start delays (creation to
+// first run) of the goroutines created from from on at a site containing
+// lag, inside a region of kind within when that is not empty.
+func printLags(w io.Writer, ts []transition, spans []span, from int64, lag, within string) {
+	created := map[int]int64{}
+	var lags []int64
+	for _, tr := range ts {
+		switch {
+		case tr.from == "NotExist" && tr.t >= from && strings.Contains(tr.site, lag) && inside(spans, within, tr.t):
+			created[tr.g] = tr.t
+		case tr.to == "Running":
+			if t0, ok := created[tr.g]; ok {
+				lags = append(lags, tr.t-t0)
+				delete(created, tr.g)
+			}
+		}
+	}
+	where := ""
+	if within != "" {
+		where = fmt.Sprintf(" inside %q", within)
+	}
+	if len(lags) == 0 {
+		fmt.Fprintf(w, "no goroutines started at %q%s\n", lag, where)
+		return
+	}
+	slices.Sort(lags)
+	q := func(p float64) float64 { return float64(lags[int(p*float64(len(lags)-1))]) / 1e3 }
+	fmt.Fprintf(w, "start delay of the %d goroutines started at %q%s: median %.1f us, 75th percentile %.1f, 90th %.1f, largest %.1f\n",
+		len(lags), lag, where, q(0.5), q(0.75), q(0.9), q(1))
+}
+
+// inside says whether t falls in a region of kind (any t when kind is empty).
+func inside(spans []span, kind string, t int64) bool {
+	if kind == "" {
+		return true
+	}
+	for _, sp := range spans {
+		if sp.kind == kind && sp.from <= t && t < sp.to {
+			return true
+		}
+	}
+	return false
 }
 
 // step is the number of goroutines running from t on.

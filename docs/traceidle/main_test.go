@@ -38,7 +38,7 @@ M=2 P=1 G=2 StateTransition Time=7000 GoID=2 Running->NotExist Reason=""
 // for 1000; goroutine 2 runs alone 2000 ns, started by main.spawn.
 func TestReport(t *testing.T) {
 	var b strings.Builder
-	if err := report(&b, strings.NewReader(parsed), 0, 8); err != nil {
+	if err := report(&b, strings.NewReader(parsed), options{top: 8, lag: "main.spawn", within: "phase a"}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -49,12 +49,20 @@ func TestReport(t *testing.T) {
 		"phase a                      1       0.0 ms  0:  0.0%  1: 33.3%  2: 66.7%",
 		"0.0 ms  main.worker < main.spawn < main.main",
 		"0.0 ms  started before the trace",
+		`no goroutines started at "main.spawn" inside "phase a"`, // started at 2000, before the region
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if err := report(&b, strings.NewReader("not a trace\n"), 0, 8); err == nil {
+	b.Reset()
+	if err := report(&b, strings.NewReader(parsed), options{top: 8, lag: "main.spawn"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := `start delay of the 1 goroutines started at "main.spawn": median 1.0 us, 75th percentile 1.0, 90th 1.0, largest 1.0`; !strings.Contains(b.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, b.String()) // created at 2000 ns, running at 3000
+	}
+	if err := report(&b, strings.NewReader("not a trace\n"), options{top: 8}); err == nil {
 		t.Error("a text with no transitions: no error")
 	}
 }
