@@ -104,17 +104,17 @@ func singleLine(msg string) string {
 var errHelp = errors.New("help shown")
 
 func dispatch(args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && (args[0] == "-cpuprofile" || args[0] == "--cpuprofile") {
-		if len(args) < 2 {
-			return usagef("-cpuprofile: want a file name")
+	if len(args) > 0 {
+		flag := args[0]
+		if strings.HasPrefix(flag, "--") {
+			flag = flag[1:]
 		}
-		return profiled(args[1], args[2:], stdout, stderr)
-	}
-	if len(args) > 0 && (args[0] == "-trace" || args[0] == "--trace") {
-		if len(args) < 2 {
-			return usagef("-trace: want a file name")
+		if flag == "-cpuprofile" || flag == "-trace" {
+			if len(args) < 2 {
+				return usagef("%s: want a file name", flag)
+			}
+			return recording(flag, args[1], args[2:], stdout, stderr)
 		}
-		return traced(args[1], args[2:], stdout, stderr)
 	}
 	if len(args) == 0 {
 		return runDefault(stdout, stderr)
@@ -141,42 +141,28 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	return usagef("unknown subcommand %q: want run, eval, sample, export, reproduce, sweep, aggregate or help (no arguments runs the paper's headline experiment)", args[0])
 }
 
-// profiled runs the command in args (none: the headline experiment) with a
-// CPU profile written to file, for go tool pprof.
-func profiled(file string, args []string, stdout, stderr io.Writer) (err error) {
+// recording runs the command in args (none: the headline experiment) while
+// a recorder writes to file: flag -cpuprofile's CPU profile (for go tool
+// pprof), or flag -trace's execution trace (for go tool trace; the
+// trainers mark each step's phases in it as regions, which docs/traceidle
+// splits the cores' use by).
+func recording(flag, file string, args []string, stdout, stderr io.Writer) (err error) {
+	start, stop := pprof.StartCPUProfile, pprof.StopCPUProfile
+	if flag == "-trace" {
+		start, stop = trace.Start, trace.Stop
+	}
 	f, err := os.Create(file)
 	if err != nil {
-		return usagef("-cpuprofile: %v", err)
+		return usagef("%s: %v", flag, err)
 	}
 	defer func() {
 		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("-cpuprofile: %w", cerr)
+			err = fmt.Errorf("%s: %w", flag, cerr)
 		}
 	}()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return fmt.Errorf("-cpuprofile: %w", err)
+	if err := start(f); err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
 	}
-	defer pprof.StopCPUProfile()
-	return dispatch(args, stdout, stderr)
-}
-
-// traced runs the command in args (none: the headline experiment) with an
-// execution trace written to file, for go tool trace; the trainers mark
-// each step's phases in it as regions (docs/traceidle splits the cores'
-// use by them).
-func traced(file string, args []string, stdout, stderr io.Writer) (err error) {
-	f, err := os.Create(file)
-	if err != nil {
-		return usagef("-trace: %v", err)
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("-trace: %w", cerr)
-		}
-	}()
-	if err := trace.Start(f); err != nil {
-		return fmt.Errorf("-trace: %w", err)
-	}
-	defer trace.Stop()
+	defer stop()
 	return dispatch(args, stdout, stderr)
 }
