@@ -78,7 +78,6 @@ type options struct {
 
 // report reads the parsed trace from r and writes the split to w.
 func report(w io.Writer, r io.Reader, o options) error {
-	last, top := o.last, o.top
 	ts, spans, err := parse(r)
 	if err != nil {
 		return err
@@ -88,8 +87,8 @@ func report(w io.Writer, r io.Reader, o options) error {
 	}
 	slices.SortStableFunc(ts, func(a, b transition) int { return int(a.t - b.t) })
 	from := ts[0].t
-	if last > 0 {
-		from = max(from, ts[len(ts)-1].t-int64(last*1e9))
+	if o.last > 0 {
+		from = max(from, ts[len(ts)-1].t-int64(o.last*1e9))
 	}
 	site := map[int]string{}
 	running := map[int]bool{}
@@ -133,7 +132,7 @@ func report(w io.Writer, r io.Reader, o options) error {
 		sites = append(sites, s)
 	}
 	slices.SortFunc(sites, func(a, b string) int { return int(alone[b] - alone[a]) })
-	for _, s := range sites[:min(top, len(sites))] {
+	for _, s := range sites[:min(o.top, len(sites))] {
 		fmt.Fprintf(w, "%8.1f ms  %s\n", float64(alone[s])/1e6, s)
 	}
 	if o.lag != "" {
