@@ -113,6 +113,7 @@ type transformer struct {
 	// update to update (transformer_table.go).
 	tableIn []tableTokens
 	oldLog  []float64    // a table fill's log-probabilities at sampling (trainTable)
+	replay  []float64    // the ratio replay's ratios, trained token after trained token (ratios)
 	buf     eval.Buffers // the rollouts' memory, reused from step to step
 	// rowStart is where each token of the step's batch starts in its
 	// rollout's rows (rowStarts).

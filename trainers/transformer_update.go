@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"time"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
@@ -239,30 +240,69 @@ const entropyBlock = 1 << 14
 // replaying rollouts through a sampler of the updated transformer: the
 // first rollouts of the batch up to the trained-token budget (a statistic
 // of the batch, not all of it: at the paper's size a batch holds millions
-// of tokens).
+// of tokens). The rollouts are replayed on every core, each into its own
+// stretch of the ratios, which are then summed in rollout order: the
+// statistics of a serial replay, bit for bit, on any number of cores
+// (TestRunsDoNotDependOnCores).
 func (l *transformer) ratios(bt *batchTokens) (ratioStats, error) {
 	t, ab, states := l.t, bt.ab, bt.states
-	sp := l.tr.Sampler()
+	// at[i] is where rollout i's ratios start; the replay takes rollouts
+	// while fewer than the budget's trained tokens are taken.
+	at := []int{0}
+	for i := 0; i < len(ab.Targets) && (l.opts.TrainTokens <= 0 || at[i] < l.opts.TrainTokens); i++ {
+		n := at[i]
+		for tok := ab.Starts[i]; tok < ab.Starts[i+1]; tok++ {
+			if t.trained[states[tok]] {
+				n++
+			}
+		}
+		at = append(at, n)
+	}
+	m := len(at) - 1
+	l.replay = kernels.Grow(l.replay, at[m])
+	errs := make([]error, m)
+	sn := l.tr.Snapshot()
+	samplers := make(chan *nn.TransformerSampler, runtime.GOMAXPROCS(0)) // one a goroutine, reused
+	for range cap(samplers) {
+		samplers <- sn.Sampler()
+	}
+	kernels.ParallelEach(m, func(i int) { // rollouts of very unequal lengths: each goroutine takes the next
+		sp := <-samplers
+		errs[i] = l.replayRollout(sp, bt, i, l.replay[at[i]:at[i+1]])
+		samplers <- sp
+	})
 	var rs ratioStats
-	for i, target := range ab.Targets {
-		if l.opts.TrainTokens > 0 && rs.n >= float64(l.opts.TrainTokens) {
-			break
+	for i, err := range errs {
+		if err != nil {
+			return rs, err
 		}
-		if err := sp.ResetAt(0, l.prompt(target)); err != nil {
-			return rs, fmt.Errorf("trainers: step %d: %w", t.done, err)
-		}
-		for tok := ab.Starts[i]; tok < ab.Starts[i+1]; tok++ { // the states its transitions leave: its tokens (rolloutSeqs)
-			x := int(states[tok])
-			logp, err := sp.Push(x)
-			if err != nil {
-				return rs, fmt.Errorf("trainers: step %d: %w", t.done, err)
-			}
-			if t.trained[x] {
-				rs.add(math.Exp(logp[int(ab.Entries[tok])-t.g.Offsets[x]]-bt.logp(i, tok)), t.cfg.Clip)
-			}
+		for _, r := range l.replay[at[i]:at[i+1]] {
+			rs.add(r, t.cfg.Clip)
 		}
 	}
 	return rs, nil
+}
+
+// replayRollout writes into ratios the ratio of each trained token of
+// rollout i, pi(a) / pi_old(a), pi the sampler sp's.
+func (l *transformer) replayRollout(sp *nn.TransformerSampler, bt *batchTokens, i int, ratios []float64) error {
+	t, ab, states := l.t, bt.ab, bt.states
+	if err := sp.ResetAt(0, l.prompt(ab.Targets[i])); err != nil {
+		return fmt.Errorf("trainers: step %d: %w", t.done, err)
+	}
+	k := 0
+	for tok := ab.Starts[i]; tok < ab.Starts[i+1]; tok++ { // the states its transitions leave: its tokens (rolloutSeqs)
+		x := int(states[tok])
+		logp, err := sp.Push(x)
+		if err != nil {
+			return fmt.Errorf("trainers: step %d: %w", t.done, err)
+		}
+		if t.trained[x] {
+			ratios[k] = math.Exp(logp[int(ab.Entries[tok])-t.g.Offsets[x]] - bt.logp(i, tok))
+			k++
+		}
+	}
+	return nil
 }
 
 // crossEntropyStep is one cross-entropy step of the transformer on
