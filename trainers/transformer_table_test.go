@@ -323,3 +323,33 @@ func run0(t *testing.T, cfg Config, g *tasks.Graph) [][]float64 {
 	defer tr.Close()
 	return tr.l.(*transformer).tr.ParamValues()
 }
+
+// TestRatioReplayWavesChangeNothing: PPO's ratio replay (ratios) sums the
+// same statistics, bit for bit, whatever the waves its rollouts are
+// replayed in, with the trained-token budget on and off.
+func TestRatioReplayWavesChangeNothing(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
+	cfg := Defaults(PPO, TransformerModel)
+	cfg.Rollouts, cfg.Steps, cfg.Until, cfg.LogEvery = 16, 4, 0, 1
+	for _, budget := range []int{0, 64} {
+		run := func(wave int) []string {
+			defer func(w int) { replayWave = w }(replayWave)
+			replayWave = wave
+			opts := DefaultTransformerOptions(PPO)
+			opts.TrainTokens = budget
+			tr, err := New(cfg, g, Setup{Model: TransformerModel, Transformer: opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			return fmtRows(trainRows(t, tr))
+		}
+		whole, waves := run(1<<30), run(5)
+		if !reflect.DeepEqual(whole, waves) {
+			t.Errorf("budget %d: rows in one wave\n%v\nin waves of 5 tokens\n%v", budget, whole, waves)
+		}
+		if !strings.Contains(whole[len(whole)-1], "ApproxKL:") {
+			t.Fatalf("budget %d: no ratio statistics in %s", budget, whole[len(whole)-1])
+		}
+	}
+}

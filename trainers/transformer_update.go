@@ -258,30 +258,43 @@ func (l *transformer) ratios(bt *batchTokens) (ratioStats, error) {
 		}
 		at = append(at, n)
 	}
-	m := len(at) - 1
-	l.replay = kernels.Grow(l.replay, at[m])
-	errs := make([]error, m)
 	sn := l.tr.Snapshot()
 	samplers := make(chan *nn.TransformerSampler, runtime.GOMAXPROCS(0)) // one a goroutine, reused
 	for range cap(samplers) {
 		samplers <- sn.Sampler()
 	}
-	kernels.ParallelEach(m, func(i int) { // rollouts of very unequal lengths: each goroutine takes the next
-		sp := <-samplers
-		errs[i] = l.replayRollout(sp, bt, i, l.replay[at[i]:at[i+1]])
-		samplers <- sp
-	})
 	var rs ratioStats
-	for i, err := range errs {
-		if err != nil {
-			return rs, err
+	// In waves of rollouts holding up to replayWave trained tokens (at least
+	// one rollout), so that the ratios kept are bounded when the budget is
+	// off (TrainTokens 0: the whole batch, millions of tokens).
+	for i0, m := 0, len(at)-1; i0 < m; {
+		i1 := i0 + 1
+		for i1 < m && at[i1+1]-at[i0] <= replayWave {
+			i1++
 		}
-		for _, r := range l.replay[at[i]:at[i+1]] {
-			rs.add(r, t.cfg.Clip)
+		l.replay = kernels.Grow(l.replay, at[i1]-at[i0])
+		errs := make([]error, i1-i0)
+		kernels.ParallelEach(i1-i0, func(k int) { // rollouts of very unequal lengths: each goroutine takes the next
+			i, sp := i0+k, <-samplers
+			errs[k] = l.replayRollout(sp, bt, i, l.replay[at[i]-at[i0]:at[i+1]-at[i0]])
+			samplers <- sp
+		})
+		for k, err := range errs {
+			if err != nil {
+				return rs, err
+			}
+			for _, r := range l.replay[at[i0+k]-at[i0] : at[i0+k+1]-at[i0]] {
+				rs.add(r, t.cfg.Clip)
+			}
 		}
+		i0 = i1
 	}
 	return rs, nil
 }
+
+// replayWave bounds the trained tokens of one wave of the ratio replay
+// (ratios): 8 MiB of ratios; a variable so that a test can lower it.
+var replayWave = 1 << 20
 
 // replayRollout writes into ratios the ratio of each trained token of
 // rollout i, pi(a) / pi_old(a), pi the sampler sp's.
