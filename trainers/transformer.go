@@ -128,11 +128,11 @@ type transformer struct {
 	// tokenBytes is a sampled transition's memory (transitionWords).
 	tokenBytes float64
 	traces     tokenSeqs // distill with fixed traces
-	// passTime, tableTime and sampleTime are the wall time spent in the
-	// windows pass, in the table pass and drawing rollouts so far: the
-	// benchmarks report the tokens the windows pass trains per second of
-	// it, and each one's seconds a step.
-	passTime, tableTime, sampleTime time.Duration
+	// passTime, tableTime, sampleTime and replayTime are the wall time
+	// spent in the windows pass, in the table pass, drawing rollouts and in
+	// PPO's ratio replay so far: the benchmarks report the tokens the
+	// windows pass trains per second of it, and each one's seconds a step.
+	passTime, tableTime, sampleTime, replayTime time.Duration
 }
 
 // transformerState is what a transformer learner checkpoints besides its

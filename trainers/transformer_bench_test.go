@@ -77,7 +77,7 @@ func BenchmarkTransformerPPOStep(b *testing.B) {
 // table pass's tokens per second of update, seconds per update and CPU
 // seconds per update (all cores summed; other processes on a shared
 // machine disturb it less than wall time), and the wall seconds per
-// update of the table pass and of the windows pass.
+// update of the table pass, of the windows pass and of the ratio replay.
 func BenchmarkTransformerUpdate(b *testing.B) {
 	for _, c := range benchSizes {
 		b.Run(c.name, func(b *testing.B) {
@@ -98,7 +98,7 @@ func BenchmarkTransformerUpdate(b *testing.B) {
 			}
 			trained := 0
 			l := tr.l.(*transformer)
-			pass, tableTime := l.passTime, l.tableTime
+			pass, tableTime, replay := l.passTime, l.tableTime, l.replayTime
 			cpu := cpuSeconds()
 			for b.Loop() {
 				rs, err := tr.sampled().update(ab, states, adv, div)
@@ -115,6 +115,7 @@ func BenchmarkTransformerUpdate(b *testing.B) {
 			b.ReportMetric((cpuSeconds()-cpu)/float64(b.N), "cpu-s/update")
 			b.ReportMetric((l.tableTime-tableTime).Seconds()/float64(b.N), "table-s/update")
 			b.ReportMetric((l.passTime-pass).Seconds()/float64(b.N), "windows-s/update")
+			b.ReportMetric((l.replayTime-replay).Seconds()/float64(b.N), "replay-s/update")
 		})
 	}
 }

@@ -246,6 +246,8 @@ const entropyBlock = 1 << 14
 // (TestRunsDoNotDependOnCores).
 func (l *transformer) ratios(bt *batchTokens) (ratioStats, error) {
 	t, ab, states := l.t, bt.ab, bt.states
+	start := time.Now()
+	defer func() { l.replayTime += time.Since(start) }()
 	// at[i] is where rollout i's ratios start; the replay takes rollouts
 	// while fewer than the budget's trained tokens are taken.
 	at := []int{0}
