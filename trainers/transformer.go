@@ -115,13 +115,15 @@ type transformer struct {
 	oldLog  []float64    // a table fill's log-probabilities at sampling (trainTable)
 	replay  []float64    // the ratio replay's ratios, trained token after trained token (ratios)
 	buf     eval.Buffers // the rollouts' memory, reused from step to step
-	// rowStart is where each token of the step's batch starts in its
-	// rollout's rows (rowStarts).
+	// rowStart is where each token of the buffers' batch starts in its
+	// rollout's rows (rowStarts), for draw number draw (draws counts the
+	// batches rollouts sampled into the buffers).
 	rowStart struct {
-		step  int
+		draw  int
 		batch *eval.AgentBatch
 		of    []int32
 	}
+	draws  int
 	drawn  drawKey // what buf's batch was drawn for (rollouts)
 	mcCap  int     // the Monte Carlo horizon
 	startH float64 // the starting bigram's exact hitting time

@@ -61,6 +61,7 @@ func (l *transformer) rollouts(ctx context.Context, n, horizon int, seed uint64,
 	}
 	l.drawn = drawKey{}
 	l.t.smp.resolveEntropy(nil) // the latest batch's entropy reads the buffers this overwrites
+	l.draws++                   // and their row starts are the next batch's (rowStarts)
 	agents := l.newAgent()
 	if l.table != nil {
 		agents = l.newRowAgent()

@@ -192,12 +192,14 @@ func (l *transformer) accumulateTable(tb *tableData, mb int, adv, div []float64)
 func rolloutAt(b *eval.Batch, t int) int { return sort.SearchInts(b.Starts, t+1) - 1 }
 
 // rowStarts is where each token's row starts in its rollout's Rows (see
-// rowStartsInto), computed once per step for the batch and kept in
-// reused memory.
+// rowStartsInto), computed once per batch drawn into the buffers and kept
+// in reused memory. (Kept by step, a batch drawn at the step of the last
+// computation with as many tokens read the batch before's:
+// TestRowStartsFollowTheDraw.)
 func (l *transformer) rowStarts(ab *eval.AgentBatch, states []int32) []int32 {
-	if l.rowStart.step != l.t.done || l.rowStart.batch != ab || len(l.rowStart.of) != len(states) {
+	if l.rowStart.draw != l.draws || l.rowStart.batch != ab || len(l.rowStart.of) != len(states) {
 		l.rowStart.of = rowStartsInto(l.rowStart.of, l.t.g, l.t.trained, ab, states)
-		l.rowStart.step, l.rowStart.batch = l.t.done, ab
+		l.rowStart.draw, l.rowStart.batch = l.draws, ab
 	}
 	return l.rowStart.of
 }

@@ -353,3 +353,38 @@ func TestRatioReplayWavesChangeNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestRowStartsFollowTheDraw: the row starts the passes read are those of
+// the batch in the buffers, not of the batch drawn there before it. Until
+// 2026-11-28 they were kept by step, batch and length, and a batch drawn
+// at the step of the last computation (a logged row's entropy, resolved
+// before the measurement drew the step's batch; a checkpoint's) with as
+// many tokens as the one before got that one's row starts: its table pass
+// read other tokens' rows, and `train sweep
+// docs/sweeps/compare-learners.json` panicked on a slice out of range.
+// Here every rollout is cut at 4 tokens, so every batch has 64.
+func TestRowStartsFollowTheDraw(t *testing.T) {
+	f := newTableFixture(t, 0)
+	g, ctx := f.tf.t.g, context.Background()
+	differ := false
+	var prev []int32
+	for seed := uint64(1); seed <= 8; seed++ {
+		ab, err := f.tf.rollouts(ctx, 16, 4, seed, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ab.Tokens() != 64 {
+			t.Fatalf("seed %d: %d tokens, want every rollout cut at 4", seed, ab.Tokens())
+		}
+		states, _ := ab.States(g)
+		want := rowStartsInto(nil, g, f.tf.t.trained, ab, states)
+		if got := f.tf.rowStarts(ab, states); !slices.Equal(got, want) {
+			t.Fatalf("seed %d: row starts %v, want %v (the batch's)", seed, got, want)
+		}
+		differ = differ || (prev != nil && !slices.Equal(prev, want))
+		prev = want
+	}
+	if !differ {
+		t.Fatal("every batch had the same row starts: the test cannot tell one from another")
+	}
+}
