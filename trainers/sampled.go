@@ -44,28 +44,42 @@ type sampled struct {
 	adv          advantages  // the latest batch's (the token baselines' memory)
 	div          lossDivs
 
-	// entropy computes batch.Entropy of the latest batch when a row or a
-	// checkpoint needs it (resolveEntropy), not every step: for the bigram
-	// it is a pass over the batch's tokens, 4% of a paper-size PPO step,
-	// and as much for the transformer. It reads the batch's buffers: a
-	// learner that samples into them outside a step (the transformer's
-	// periodic estimate) resolves it first; the next step's batch drops it
+	// entropy computes batch.Entropy of the latest batch, and ratios its
+	// ApproxKL and ClipFrac (ratioStats.later), when a row or a checkpoint
+	// needs them (resolveBatch), not every step: the entropy is a pass
+	// over the batch's tokens, 4% of a paper-size PPO step of the bigram
+	// and as much for the transformer, and the transformer's ratio replay
+	// a sampler's pass over up to its trained-token budget, 5% of a step
+	// near the limit. Both read the batch's buffers, and the ratios the
+	// parameters after the update: a learner that samples into the
+	// buffers outside a step (the transformer's periodic estimate)
+	// resolves them first, and the next step's batch drops them
 	// unresolved (its row was written, or not, before that step).
 	entropy func() float64
+	ratios  func() (ratioStats, error)
 }
 
-// resolveEntropy sets the latest batch's entropy, if it is not set yet,
-// in the statistics and in row (nil: none).
-func (s *sampled) resolveEntropy(row *Row) {
+// resolveBatch sets the latest batch's entropy and ratio statistics, if
+// they are not set yet, in the statistics and in row (nil: none).
+func (s *sampled) resolveBatch(row *Row) error {
 	if s == nil {
-		return
+		return nil
 	}
 	if s.entropy != nil {
 		s.batch.Entropy, s.entropy = s.entropy(), nil
 	}
-	if row != nil {
-		row.Batch.Entropy = s.batch.Entropy
+	if s.ratios != nil {
+		rs, err := s.ratios()
+		s.ratios = nil
+		if err != nil {
+			return err
+		}
+		rs.recordRatios(&s.batch)
 	}
+	if row != nil {
+		row.Batch.Entropy, row.Batch.ApproxKL, row.Batch.ClipFrac = s.batch.Entropy, s.batch.ApproxKL, s.batch.ClipFrac
+	}
+	return nil
 }
 
 func newSampled(g *tasks.Graph, cfg Config) *sampled {
@@ -131,6 +145,7 @@ func (t *Trainer) sampledStep(ctx context.Context) error {
 	}
 	rs.record(&t.smp.batch)
 	t.smp.trained += rs.trained
+	t.smp.ratios = rs.later
 	return nil
 }
 
@@ -141,7 +156,7 @@ func (t *Trainer) sampledStep(ctx context.Context) error {
 // group-relative advantages, grpo.go) and its loss divisor.
 func (t *Trainer) sampledBatch(ctx context.Context) (*eval.AgentBatch, []int32, *advantages, *lossDivs, error) {
 	s, cfg := t.smp, t.cfg
-	s.entropy = nil // the previous batch's: no row or checkpoint wants it now
+	s.entropy, s.ratios = nil, nil // the previous batch's: no row or checkpoint wants them now
 	r := region("sampling")
 	b, horizon, err := t.drawBatch(ctx)
 	r.End()
@@ -319,6 +334,10 @@ type ratioStats struct {
 	trained int
 	// gradNorm is the L2 norm of the last update's gradient.
 	gradNorm float64
+	// later, when not nil, computes the ratio statistics (kl, clipped,
+	// n) once a row or a checkpoint wants them (sampled.ratios): the
+	// transformer's replay of the batch through the updated parameters.
+	later func() (ratioStats, error)
 }
 
 func (rs *ratioStats) add(r, clip float64) { rs.addN(r, clip, 1) }
@@ -336,6 +355,12 @@ func (rs *ratioStats) addN(r, clip, n float64) {
 // without tokens), with the trained tokens and the gradient's norm.
 func (rs ratioStats) record(b *BatchStats) {
 	b.Trained, b.GradNorm = rs.trained, rs.gradNorm
+	rs.recordRatios(b)
+}
+
+// recordRatios writes the ratio statistics' means into b, when there are
+// tokens.
+func (rs ratioStats) recordRatios(b *BatchStats) {
 	if rs.n > 0 {
 		b.ApproxKL, b.ClipFrac = rs.kl/rs.n, rs.clipped/rs.n
 	}

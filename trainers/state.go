@@ -33,7 +33,9 @@ func (t *Trainer) Checkpoint(config json.RawMessage) (*checkpoints.Checkpoint, e
 	}
 	c := counters{Progress: t.prog, Learner: json.RawMessage("null")}
 	if t.smp != nil {
-		t.smp.resolveEntropy(nil)
+		if err := t.smp.resolveBatch(nil); err != nil {
+			return nil, err
+		}
 		c.Tokens, c.Rollouts, c.Trained, c.Batch = t.smp.tokens, t.smp.rollouts, t.smp.trained, t.smp.batch
 	}
 	if st, ok := t.l.(stateful); ok {

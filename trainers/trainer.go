@@ -242,7 +242,9 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 			a.abcd(&row)
 		}
 		if logged {
-			t.smp.resolveEntropy(&row) // nil for a trainer that samples nothing
+			if err := t.smp.resolveBatch(&row); err != nil { // nil for a trainer that samples nothing
+				return row, err
+			}
 		}
 		if h.Row != nil && logged {
 			if err := h.Row(row); err != nil {

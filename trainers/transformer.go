@@ -135,6 +135,7 @@ type transformer struct {
 	// PPO's ratio replay so far: the benchmarks report the tokens the
 	// windows pass trains per second of it, and each one's seconds a step.
 	passTime, tableTime, sampleTime, replayTime time.Duration
+	replays                                     int // ratio replays run (ratioStats.later)
 }
 
 // transformerState is what a transformer learner checkpoints besides its

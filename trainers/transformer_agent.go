@@ -60,8 +60,10 @@ func (l *transformer) rollouts(ctx context.Context, n, horizon int, seed uint64,
 		return l.drawn.batch, nil
 	}
 	l.drawn = drawKey{}
-	l.t.smp.resolveEntropy(nil) // the latest batch's entropy reads the buffers this overwrites
-	l.draws++                   // and their row starts are the next batch's (rowStarts)
+	if err := l.t.smp.resolveBatch(nil); err != nil { // the latest batch's entropy and ratios read the buffers this overwrites
+		return nil, err
+	}
+	l.draws++ // and their row starts are the next batch's (rowStarts)
 	agents := l.newAgent()
 	if l.table != nil {
 		agents = l.newRowAgent()

@@ -388,3 +388,48 @@ func TestRowStartsFollowTheDraw(t *testing.T) {
 		t.Fatal("every batch had the same row starts: the test cannot tell one from another")
 	}
 }
+
+// TestRatioReplayOnlyForRows: PPO's ratio replay runs only for a row that
+// logs it (and a checkpoint that keeps it), on the batch and parameters
+// its step left: each row's approximate KL and clip fraction are those of
+// a replay taken right after its step, and a run of 10 steps logging every
+// 3rd replays 4 times (steps 3, 6, 9 and the last).
+func TestRatioReplayOnlyForRows(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
+	cfg := Defaults(PPO, TransformerModel)
+	cfg.Rollouts, cfg.Steps, cfg.Until, cfg.LogEvery = 16, 10, 0, 3
+	tr, err := New(cfg, g, Setup{Model: TransformerModel, Transformer: DefaultTransformerOptions(PPO)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	l := tr.l.(*transformer)
+	after := map[int]BatchStats{} // each step's statistics from a replay right after it
+	var rows []Row
+	_, err = tr.Run(context.Background(), Hooks{
+		Row: func(r Row) error { rows = append(rows, r); return nil },
+		Step: func(step int) error {
+			rs, err := l.ratios(l.batchTokens(l.drawn.batch, tr.smp.states[:l.drawn.batch.Tokens()]))
+			var b BatchStats
+			rs.recordRatios(&b)
+			after[step] = b
+			return err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.replays != 4 {
+		t.Errorf("%d replays, want 4 (the rows of steps 3, 6, 9 and 10)", l.replays)
+	}
+	if len(rows) != 5 {
+		t.Fatalf("%d rows, want 5", len(rows))
+	}
+	for _, r := range rows[1:] {
+		want := after[r.Step]
+		if want.ApproxKL == 0 || r.Batch.ApproxKL != want.ApproxKL || r.Batch.ClipFrac != want.ClipFrac {
+			t.Errorf("step %d: approx_kl %v, clip_frac %v; a replay right after the step: %v, %v",
+				r.Step, r.Batch.ApproxKL, r.Batch.ClipFrac, want.ApproxKL, want.ClipFrac)
+		}
+	}
+}

@@ -96,11 +96,15 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 	if !cfg.Trainer.Clipped() {
 		return ratioStats{trained: trained, gradNorm: norm}, nil
 	}
-	r := region("ratio replay")
-	rs, err := l.ratios(bt)
-	r.End()
-	rs.trained, rs.gradNorm = trained, norm
-	return rs, err
+	// The ratio statistics are only logged: the replay runs when a row
+	// or a checkpoint wants them (sampled.ratios), on the batch and the
+	// parameters this update leaves.
+	later := func() (ratioStats, error) {
+		defer region("ratio replay").End()
+		l.replays++
+		return l.ratios(l.batchTokens(ab, states))
+	}
+	return ratioStats{trained: trained, gradNorm: norm, later: later}, nil
 }
 
 // tablesBesideWindows is whether update sums the next minibatch's table
