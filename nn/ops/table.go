@@ -223,11 +223,7 @@ func tableBlockForward(out, pi, table []float64, first, cnt []int, offsets []flo
 	at := 0
 	for t, e0 := range first {
 		c, off, z := cnt[t], offsets[t*r:(t+1)*r], out[t*r:(t+1)*r]
-		m := math.Inf(-1)
-		for j := range c {
-			z[j] = table[e0+j] + off[j]
-			m = max(m, z[j])
-		}
+		m := logits(z[:c], table[e0:e0+c], off)
 		for j := range c {
 			z[j] -= m
 			packed[at+j] = z[j]
@@ -244,6 +240,24 @@ func tableBlockForward(out, pi, table []float64, first, cnt []int, offsets []flo
 			z[j] -= lse
 		}
 	}
+}
+
+// logits writes z[j] = e[j] + off[j], a token's logits, and returns their
+// maximum (-Inf when there are none). The maximum is taken in two chains
+// of max, each half as long; max is exact, so it is the same maximum.
+func logits(z, e, off []float64) float64 {
+	m, m1 := math.Inf(-1), math.Inf(-1)
+	e, off = e[:len(z)], off[:len(z)]
+	j := 0
+	for ; j+1 < len(z); j += 2 {
+		z[j], z[j+1] = e[j]+off[j], e[j+1]+off[j+1]
+		m, m1 = max(m, z[j]), max(m1, z[j+1])
+	}
+	if j < len(z) {
+		z[j] = e[j] + off[j]
+		m = max(m, z[j])
+	}
+	return max(m, m1)
 }
 
 // blockLogSums is the rest of a block's forward once packed holds its

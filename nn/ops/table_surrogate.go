@@ -174,18 +174,8 @@ func tableBlockTaken(taken, pi, table []float64, first, cnt, slot []int, offsets
 	at := 0
 	for t, e0 := range first {
 		c, off := cnt[t], offsets[t*r:(t+1)*r]
-		m, m1 := math.Inf(-1), math.Inf(-1) // two chains of max, half as long: max is exact, so the maximum is the same
-		z, e := packed[at:at+c], table[e0:e0+c]
-		j := 0
-		for ; j+1 < c; j += 2 {
-			z[j], z[j+1] = e[j]+off[j], e[j+1]+off[j+1]
-			m, m1 = max(m, z[j]), max(m1, z[j+1])
-		}
-		if j < c {
-			z[j] = e[j] + off[j]
-			m = max(m, z[j])
-		}
-		m = max(m, m1)
+		z := packed[at : at+c]
+		m := logits(z, table[e0:e0+c], off)
 		for j := range z {
 			z[j] -= m
 		}
