@@ -138,6 +138,9 @@ func decodeOver(data []byte, c *Config) error {
 			c.Transformer = &o
 		}
 	}
+	if err := CheckKeyCase(data, c); err != nil {
+		return &InputError{err}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(c); err != nil {

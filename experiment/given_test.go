@@ -90,6 +90,14 @@ func TestGivenRefused(t *testing.T) {
 		{`{"graph": {"W": 2, "K": 2, "L": 2, "max_bytes": 0}}`, "graph.max_bytes 0"},
 		{`{"train": {"trainer": ""}}`, `trainer "": want one of`},
 		{`{"model": "transformer"}`, "model transformer trains with"},
+		{`{"train": {"seed": -1}}`, "train.seed: got a JSON number -1, want an integer >= 0"},
+		{`{"graph": {"W": 3, "branches": [[1]]}}`, "W=3 and branches: give W, K, L or branches, not both"},
+		// encoding/json matches keys without case; the config does not.
+		{`{"Graph": {"W": 3, "K": 3, "L": 2}}`, "Graph: keys are case-sensitive: want graph"},
+		{`{"train": {"trainer": "ppo", "Rollouts": 10}}`, "train.Rollouts: keys are case-sensitive: want train.rollouts"},
+		{`{"train": {"seed": 1, "SEED": 5}}`, "train.SEED: keys are case-sensitive"},
+		{`{"train": {"optimizer": {"Name": "adam"}}}`, "train.optimizer.Name: keys are case-sensitive"},
+		{`{"graph": {"branches": [[1, 2]], "Max_Bytes": 100000}}`, "graph.Max_Bytes: keys are case-sensitive: want graph.max_bytes"},
 	} {
 		_, err := resolveJSON(t, tc.given)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") || !IsInput(err) {

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -105,7 +108,9 @@ func jsonError(err error) error {
 	if errors.As(err, &te) {
 		want := te.Type.String()
 		switch {
-		case strings.HasPrefix(want, "int"), strings.HasPrefix(want, "uint"):
+		case strings.HasPrefix(want, "uint"):
+			want = "an integer >= 0"
+		case strings.HasPrefix(want, "int"):
 			want = "an integer"
 		case strings.HasPrefix(want, "float"):
 			want = "a number"
@@ -128,4 +133,105 @@ func jsonError(err error) error {
 		return fmt.Errorf("unknown field %s", msg)
 	}
 	return err
+}
+
+// CheckKeyCase refuses a key of the JSON object data that names a field
+// of v's type (a struct, or a pointer to one) only when case is ignored.
+// encoding/json matches keys to fields without case, so "Graph" would
+// fill graph while the keys given are read by their exact names
+// (Given.Has), and "Seed" beside "seed" would be dropped without a word.
+// Keys that name no field at all are left to DisallowUnknownFields. It
+// follows nested objects, arrays and maps of structs; a field whose type
+// decodes itself (json.Unmarshaler, json.RawMessage) is not entered.
+func CheckKeyCase(data []byte, v any) error {
+	return keyCase(data, reflect.TypeOf(v), "")
+}
+
+var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+func keyCase(data []byte, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		var items []json.RawMessage
+		if json.Unmarshal(data, &items) != nil {
+			return nil // not an array: the decoder says so
+		}
+		for i, it := range items {
+			if err := keyCase(it, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		var m map[string]json.RawMessage
+		if json.Unmarshal(data, &m) != nil {
+			return nil
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if err := keyCase(m[k], t.Elem(), join(path, k)); err != nil {
+				return err
+			}
+		}
+	case reflect.Struct:
+		var m map[string]json.RawMessage
+		if json.Unmarshal(data, &m) != nil {
+			return nil
+		}
+		fields := jsonFields(t)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if ft, ok := fields[k]; ok {
+				if err := keyCase(m[k], ft, join(path, k)); err != nil {
+					return err
+				}
+				continue
+			}
+			for name := range fields {
+				if strings.EqualFold(name, k) {
+					return fmt.Errorf("%s: keys are case-sensitive: want %s", join(path, k), join(path, name))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// jsonFields maps the JSON names of struct type t's fields (embedded
+// structs' promoted) to their types, as encoding/json names them.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for n, x := range jsonFields(ft) {
+					if _, ok := out[n]; !ok {
+						out[n] = x
+					}
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
 }

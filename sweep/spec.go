@@ -85,6 +85,9 @@ func ParseSpec(data []byte, name string) (*Spec, error) {
 	if err := checkTokens(data); err != nil {
 		return nil, err
 	}
+	if err := experiment.CheckKeyCase(data, specFile{}); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var f specFile

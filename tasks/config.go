@@ -99,7 +99,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("tasks: max_bytes=%d: must be >= 0 (0 means the default %d)", c.MaxBytes, DefaultMaxBytes)
 	}
 	if len(c.Branches) > 0 && (c.W != 0 || c.K != 0 || c.L != 0) {
-		return fmt.Errorf("tasks: W=%d, K=%d, L=%d and branches: give W, K, L or branches, not both", c.W, c.K, c.L)
+		var given []string // only those set: a -W on a config's branches leaves K and L at 0
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"W", c.W}, {"K", c.K}, {"L", c.L}} {
+			if f.v != 0 {
+				given = append(given, fmt.Sprintf("%s=%d", f.name, f.v))
+			}
+		}
+		return fmt.Errorf("tasks: %s and branches: give W, K, L or branches, not both", strings.Join(given, ", "))
 	}
 	if len(c.Branches) == 0 {
 		for _, f := range []struct {
