@@ -28,6 +28,9 @@ func runAggregate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("aggregate: %v", err)
 	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return usagef("aggregate: -out %s: %v", *out, err)
+	}
 	files, err := c.Write(*out)
 	if err != nil {
 		return err

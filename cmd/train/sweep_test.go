@@ -95,6 +95,15 @@ func TestSweepJobsEqualsShardProcesses(t *testing.T) {
 	}
 	mustCLI(t, "aggregate", pool)
 	mustCLI(t, "aggregate", shards)
+	file := filepath.Join(base, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{file, filepath.Join(file, "sub")} { // an -out that cannot be a folder is the user's input
+		if code, _, errs := runCLI(t, "aggregate", pool, "-out", out); code != 2 || !strings.Contains(errs, "aggregate: -out "+out) {
+			t.Errorf("aggregate -out %s: exit %d, %q; want 2 naming -out", out, code, errs)
+		}
+	}
 	a := csvWithoutWall(t, filepath.Join(pool, "aggregate", "runs.csv"))
 	b := csvWithoutWall(t, filepath.Join(shards, "aggregate", "runs.csv"))
 	if a != b || strings.Count(a, "\n") < 100 {
