@@ -15,7 +15,7 @@ func printSummary(w io.Writer, s experiment.Summary) {
 	if s.Trainer.Dense() {
 		fmt.Fprintf(w, "\npretrain on graph %s, %d steps in %.2fs -> %s\n", s.Graph, s.Steps, s.WallSeconds, s.Out)
 		fmt.Fprintf(w, "  largest mass on invalid transitions  %.3g\n", val(s.InvalidMass))
-		fmt.Fprintf(w, "  largest ratio to Theorem 1's bound   %.3g (<= 1 when the bound holds; sgd)\n", val(s.BoundRatio))
+		fmt.Fprintf(w, "  largest ratio to Theorem 1's bound   %.3g (<= 1 when the bound holds: Theorem 1's, for gradient descent)\n", val(s.BoundRatio))
 		return
 	}
 	model := ""
