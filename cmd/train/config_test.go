@@ -408,3 +408,27 @@ func TestHugeValuesRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagDefaultsShownAgreeWithRuns: a default -h shows is the one every
+// run it applies to takes. lr_decay is "" (a constant rate) for the exact
+// and supervised trainers and plateau for the sampled ones, so -h shows
+// none; "" once counted as "not seen yet" and -h said plateau.
+func TestFlagDefaultsShownAgreeWithRuns(t *testing.T) {
+	d := flagDefaults()
+	if v, ok := d["train.lr_decay"]; ok {
+		t.Errorf("-lr-decay shows default %q; the runs' defaults differ", v)
+	}
+	for _, m := range trainers.Models() {
+		for _, k := range m.Kinds() {
+			c := experiment.Defaults(m, k)
+			for path, want := range d {
+				if !trainers.Applies(path, c.Choice()) {
+					continue
+				}
+				if got, ok := valueAt(c, path); !ok || got != want {
+					t.Errorf("%s on %s: %s is %q, -h shows %q", k, m, path, got, want)
+				}
+			}
+		}
+	}
+}

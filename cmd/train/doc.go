@@ -79,8 +79,9 @@
 //	                       time (for RLVR the exact optimum of the setting, over
 //	                       every row it trains; the teacher's for distill, the SFT
 //	                       limit for sft; pretrain: once no state puts more than X
-//	                       on invalid transitions) (default 0.001; 0 runs until the
-//	                       step cap or until no progress)
+//	                       on invalid transitions) (default 0.001; the bigram's
+//	                       sampled trainers 0.01, every transformer run 0.05;
+//	                       0 runs until the step cap or until no progress)
 //	-train-source          RL trainers and distill: train the source row s0 -> f
 //	                       too (default: it stays uniform like the fork-incoming
 //	                       rows the paper fixes); the RLVR optimum is then lower
@@ -92,7 +93,8 @@
 //	                       RL trainers, the closest to the limit for sft and
 //	                       distill, the least invalid mass for pretrain) before
 //	                       the run halves its rate (-lr-decay plateau) or stops
-//	                       (default 1000; 0: never). At the exact optimum of the
+//	                       (default 1000; the bigram's sampled trainers 200, every
+//	                       transformer run 100; 0: never). At the exact optimum of the
 //	                       setting that is success (stop_reason optimum), at another
 //	                       stationary point too (stationary); elsewhere exact
 //	                       RLVR's is a stall, exit 1 (sign descent at a fixed lr
@@ -155,7 +157,9 @@
 //	                       ratio clip (2, 2, 0.2)
 //	-lr-decay NAME         linear (the learning rate decays linearly over -steps) or
 //	                       plateau (halved after -patience steps without a new
-//	                       best, -halvings N times at most, then the run stops)
+//	                       best, -halvings N times at most, then the run stops);
+//	                       default plateau for the bigram's sampled trainers and
+//	                       every transformer run, "" (a constant rate) otherwise
 //	-kl-coef X, -entropy-coef X
 //	                       ppo: KL penalty to the starting policy, entropy bonus;
 //	                       grpo, rloo, dr-grpo: the k3 estimate of that KL on the

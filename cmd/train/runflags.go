@@ -203,14 +203,14 @@ var flagDefaults = sync.OnceValue(func() map[string]string {
 	}
 	out := map[string]string{}
 	for _, f := range runFlags {
-		seen, same := "", true
+		seen, set, same := "", false, true
 		for _, r := range runs {
 			if !trainers.Applies(f.path, r.ch) {
 				continue
 			}
 			v, ok := lookup(r.tree, f.path)
-			same = same && ok && (seen == "" || v == seen)
-			seen = v
+			same = same && ok && (!set || v == seen) // "" is a value too: lr_decay's constant rate
+			seen, set = v, true
 		}
 		if same && f.path != "graph.max_bytes" { // the machine's: not the same everywhere
 			out[f.path] = seen
