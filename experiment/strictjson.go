@@ -182,17 +182,20 @@ func keyCase(data []byte, t reflect.Type, path string) error {
 		if json.Unmarshal(data, &m) != nil {
 			return nil
 		}
-		fields := jsonFields(t)
+		fields := JSONFields(t)
+	keys:
 		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if ft, ok := fields[k]; ok {
-				if err := keyCase(m[k], ft, join(path, k)); err != nil {
-					return err
+			for _, f := range fields {
+				if JSONName(f) == k {
+					if err := keyCase(m[k], f.Type, join(path, k)); err != nil {
+						return err
+					}
+					continue keys
 				}
-				continue
 			}
-			for name := range fields {
-				if strings.EqualFold(name, k) {
-					return fmt.Errorf("%s: keys are case-sensitive: want %s", join(path, k), join(path, name))
+			for _, f := range fields {
+				if strings.EqualFold(JSONName(f), k) {
+					return fmt.Errorf("%s: keys are case-sensitive: want %s", join(path, k), join(path, JSONName(f)))
 				}
 			}
 		}
@@ -200,38 +203,35 @@ func keyCase(data []byte, t reflect.Type, path string) error {
 	return nil
 }
 
-// jsonFields maps the JSON names of struct type t's fields (embedded
-// structs' promoted) to their types, as encoding/json names them.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
+// JSONFields are the fields of struct t that encoding/json encodes as keys:
+// the fields of an untagged embedded struct (trainers.TransformerOptions
+// embeds nn.TransformerArch) are promoted to t's level, as json does.
+func JSONFields(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
 	for i := range t.NumField() {
 		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
+		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, JSONFields(f.Type)...)
 			continue
 		}
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				for n, x := range jsonFields(ft) {
-					if _, ok := out[n]; !ok {
-						out[n] = x
-					}
-				}
-				continue
-			}
+		if JSONName(f) != "" {
+			out = append(out, f)
 		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = f.Type
 	}
 	return out
+}
+
+// JSONName is a field's JSON key ("" when it has none).
+func JSONName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	switch name {
+	case "-":
+		return ""
+	case "":
+		return f.Name
+	}
+	return name
 }

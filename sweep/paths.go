@@ -45,52 +45,19 @@ func checkPath(path string) error {
 
 // jsonField finds the field of struct t whose JSON key is key.
 func jsonField(t reflect.Type, key string) (reflect.StructField, bool) {
-	for _, f := range jsonFields(t) {
-		if jsonName(f) == key {
+	for _, f := range experiment.JSONFields(t) {
+		if experiment.JSONName(f) == key {
 			return f, true
 		}
 	}
 	return reflect.StructField{}, false
 }
 
-// jsonFields are the fields of struct t that encoding/json encodes as keys:
-// the fields of an untagged embedded struct (trainers.TransformerOptions
-// embeds nn.TransformerArch) are promoted to t's level, as json does.
-func jsonFields(t reflect.Type) []reflect.StructField {
-	var out []reflect.StructField
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
-			out = append(out, jsonFields(f.Type)...)
-			continue
-		}
-		if jsonName(f) != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// jsonName is a field's JSON key ("" when it has none).
-func jsonName(f reflect.StructField) string {
-	if !f.IsExported() {
-		return ""
-	}
-	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-	switch name {
-	case "-":
-		return ""
-	case "":
-		return f.Name
-	}
-	return name
-}
-
 // jsonKeys lists the JSON keys of struct t, sorted.
 func jsonKeys(t reflect.Type) []string {
 	var keys []string
-	for _, f := range jsonFields(t) {
-		keys = append(keys, jsonName(f))
+	for _, f := range experiment.JSONFields(t) {
+		keys = append(keys, experiment.JSONName(f))
 	}
 	sort.Strings(keys)
 	return keys
