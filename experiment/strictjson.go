@@ -182,18 +182,14 @@ func keyCase(data []byte, t reflect.Type, path string) error {
 		if json.Unmarshal(data, &m) != nil {
 			return nil
 		}
-		fields := JSONFields(t)
-	keys:
 		for _, k := range slices.Sorted(maps.Keys(m)) {
-			for _, f := range fields {
-				if JSONName(f) == k {
-					if err := keyCase(m[k], f.Type, join(path, k)); err != nil {
-						return err
-					}
-					continue keys
+			if f, ok := JSONField(t, k); ok {
+				if err := keyCase(m[k], f.Type, join(path, k)); err != nil {
+					return err
 				}
+				continue
 			}
-			for _, f := range fields {
+			for _, f := range JSONFields(t) {
 				if strings.EqualFold(JSONName(f), k) {
 					return fmt.Errorf("%s: keys are case-sensitive: want %s", join(path, k), join(path, JSONName(f)))
 				}
@@ -219,6 +215,16 @@ func JSONFields(t reflect.Type) []reflect.StructField {
 		}
 	}
 	return out
+}
+
+// JSONField finds the field of struct t whose JSON key is key.
+func JSONField(t reflect.Type, key string) (reflect.StructField, bool) {
+	for _, f := range JSONFields(t) {
+		if JSONName(f) == key {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // JSONName is a field's JSON key ("" when it has none).

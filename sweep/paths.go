@@ -30,7 +30,7 @@ func checkPath(path string) error {
 		if t.Kind() != reflect.Struct {
 			return fmt.Errorf("unknown path %q: %s is not an object", path, strings.Join(segs[:i], "."))
 		}
-		f, ok := jsonField(t, seg)
+		f, ok := experiment.JSONField(t, seg)
 		if !ok {
 			at := "of the configuration"
 			if i > 0 {
@@ -41,16 +41,6 @@ func checkPath(path string) error {
 		t = f.Type
 	}
 	return nil
-}
-
-// jsonField finds the field of struct t whose JSON key is key.
-func jsonField(t reflect.Type, key string) (reflect.StructField, bool) {
-	for _, f := range experiment.JSONFields(t) {
-		if experiment.JSONName(f) == key {
-			return f, true
-		}
-	}
-	return reflect.StructField{}, false
 }
 
 // jsonKeys lists the JSON keys of struct t, sorted.

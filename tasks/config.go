@@ -98,12 +98,13 @@ func (c Config) Validate() error {
 	if c.MaxBytes < 0 {
 		return fmt.Errorf("tasks: max_bytes=%d: must be >= 0 (0 means the default %d)", c.MaxBytes, DefaultMaxBytes)
 	}
+	sides := []struct {
+		name string
+		v    int
+	}{{"W", c.W}, {"K", c.K}, {"L", c.L}}
 	if len(c.Branches) > 0 && (c.W != 0 || c.K != 0 || c.L != 0) {
 		var given []string // only those set: a -W on a config's branches leaves K and L at 0
-		for _, f := range []struct {
-			name string
-			v    int
-		}{{"W", c.W}, {"K", c.K}, {"L", c.L}} {
+		for _, f := range sides {
 			if f.v != 0 {
 				given = append(given, fmt.Sprintf("%s=%d", f.name, f.v))
 			}
@@ -111,10 +112,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("tasks: %s and branches: give W, K, L or branches, not both", strings.Join(given, ", "))
 	}
 	if len(c.Branches) == 0 {
-		for _, f := range []struct {
-			name string
-			v    int
-		}{{"W", c.W}, {"K", c.K}, {"L", c.L}} {
+		for _, f := range sides {
 			if f.v < 1 || f.v > maxSide {
 				return fmt.Errorf("tasks: %s=%d: must be an integer in [1, %d]", f.name, f.v, maxSide)
 			}
