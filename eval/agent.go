@@ -88,6 +88,11 @@ type agentWorker struct {
 	ids     []int // the rollouts it ran, in order
 	ends    []int // where each of them ends in entries
 	rowEnds []int // and in rows
+	// walks (walks.go): the current walk's first visits of each leaf, in
+	// transitions and rows, and every walk's, w per walk
+	reach             walkReach
+	firstRow          []int
+	firsts, firstRows []int
 }
 
 // AgentRollouts is the package's AgentRollouts into b's memory: the batch
@@ -111,6 +116,7 @@ func (b *Buffers) agentRollouts(ctx context.Context, g *tasks.Graph, newAgent fu
 		return nil, fmt.Errorf("eval: agent rollouts: n %d, horizon %d: want both >= 1", n, horizon)
 	}
 	out := &b.batch
+	out.walk, out.drawn = 0, 0
 	err := b.each(ctx, n, seed, func(w *agentWorker) error {
 		a, err := newAgent()
 		w.a = a
@@ -146,6 +152,7 @@ func (b *Buffers) Rollouts(ctx context.Context, sp *Sampler, n int, targets []in
 		n = len(targets)
 	}
 	out := &b.batch
+	out.walk, out.drawn = 0, 0
 	out.Targets, out.Hit = resize(out.Targets, n), resize(out.Hit, n)
 	workers := min(runtime.GOMAXPROCS(0), (n+lanes-1)/lanes)
 	for len(b.lanes) < workers*lanes {

@@ -98,7 +98,37 @@ func (b *Batch) Summary() MCResult {
 	for i := range lens {
 		lens[i] = b.Len(i)
 	}
-	return summarize(lens, b.Hit)
+	r := summarize(lens, b.Hit)
+	if b.walk > 0 && r.Hits > 1 {
+		r.CI95 = clusterCI95(lens, b.Hit, b.walk, r.HittingTime)
+	}
+	return r
+}
+
+// clusterCI95 is the 95% half-width of the mean length of the hits, mean,
+// when the rollouts come in correlated groups of w (the walks of hindsight
+// targets) and the groups are independent: the ratio estimator's
+// linearised variance over the groups, sum_j (S_j - mean C_j)^2 / (J (J -
+// 1) Cbar^2), S_j the group's sum of hit lengths and C_j its hits. With
+// every rollout hit it is the interval of the J group means.
+func clusterCI95(lens []int, hits []bool, w int, mean float64) float64 {
+	groups := len(lens) / w
+	if groups < 2 {
+		return math.Inf(1)
+	}
+	var ss, c float64
+	for j := range groups {
+		var s, cj float64
+		for i := j * w; i < (j+1)*w; i++ {
+			if hits[i] {
+				s, cj = s+float64(lens[i]), cj+1
+			}
+		}
+		ss += (s - mean*cj) * (s - mean*cj)
+		c += cj
+	}
+	cbar := c / float64(groups)
+	return 1.96 * math.Sqrt(ss/(float64(groups)*float64(groups-1))) / cbar
 }
 
 // summarize is the Monte Carlo summary of rollouts of the given lengths,

@@ -21,7 +21,26 @@ type Batch struct {
 	Starts  []int
 	Entries []int32
 	Hit     []bool
+	// walk is the number of rollouts a walk holds in a batch of walks with
+	// hindsight targets (walks.go), 0 otherwise; drawn is then the
+	// transitions the walks drew.
+	walk, drawn int
 }
+
+// Drawn is the number of transitions drawn to make the batch: its tokens,
+// or for walks with hindsight targets the walks' (each of their rollouts
+// is a prefix of its walk).
+func (b *Batch) Drawn() int {
+	if b.walk > 0 {
+		return b.drawn
+	}
+	return b.Tokens()
+}
+
+// Walk is the number of rollouts each walk holds in a batch of walks with
+// hindsight targets (rollouts i W to i W + W - 1 are walk i's), 0 in a
+// batch of independent rollouts.
+func (b *Batch) Walk() int { return b.walk }
 
 // Len is the length (number of transitions) of rollout i.
 func (b *Batch) Len(i int) int { return b.Starts[i+1] - b.Starts[i] }

@@ -217,6 +217,9 @@ func (c Config) Name() string {
 	if c.Train.TrainSource {
 		name += "-source"
 	}
+	if c.Train.Hindsight {
+		name += "-hindsight"
+	}
 	if c.Train.SupervisedBackward > 0 {
 		name += fmt.Sprintf("-p%g", c.Train.SupervisedBackward)
 	}

@@ -82,6 +82,8 @@ func TestGivenRefused(t *testing.T) {
 		{`{"train": {"trainer": "sft", "train_source": false}}`, "train.train_source: applies to"},
 		{`{"train": {"optimizer": {"beta1": 0.5}}}`, "train.optimizer.beta1: applies to optimizer adam"},
 		{`{"train": {"trainer": "ppo", "lambda": 0.9}}`, "train.lambda: applies to baseline gae"},
+		{`{"train": {"trainer": "grpo", "hindsight": true}}`, "train.hindsight: applies to reinforce, ppo"},
+		{`{"model": "transformer", "train": {"trainer": "ppo", "hindsight": true}, "transformer": {"prompt": true}}`, "hindsight: with a prompt the transformer sees its target"},
 		{`{"transformer": {}}`, "transformer: applies to the transformer; this run is rlvr-exact on the bigram"},
 		{`{"model": "transformer", "train": {"trainer": "sft"}, "transformer": {"init": "identity", "table_lr": 0.1}}`, "transformer.table_lr: applies to the transformer with init table"},
 		{`{"model": "transformer", "train": {"trainer": "sft"}, "transformer": {"init": "identity", "dim": 64}}`, "dim 64: init identity"},

@@ -147,7 +147,7 @@ func Identity(c experiment.Config) (id, hash string) {
 
 // neutral are the added fields at their neutral values, as json.Marshal
 // writes them between two others.
-var neutral = []string{`,"step_tokens":0,`}
+var neutral = []string{`,"step_tokens":0,`, `,"hindsight":false,`}
 
 // describe prints settings as path=value, space-separated.
 func describe(settings []Setting) string {

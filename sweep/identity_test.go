@@ -34,5 +34,11 @@ func TestIdentityIsStable(t *testing.T) {
 				t.Errorf("%s on the %s: step_tokens 1000 has the identity of 0", tc.kind, tc.model)
 			}
 		}
+		c.Train.StepTokens = 0
+		if c.Train.Hindsight = true; tc.kind.Sampled() {
+			if _, got := Identity(c); got == tc.want {
+				t.Errorf("%s on the %s: hindsight true has the identity of false", tc.kind, tc.model)
+			}
+		}
 	}
 }

@@ -68,6 +68,22 @@ func (b *bigram) rollouts(ctx context.Context, n, horizon int, seed uint64, targ
 	return &eval.AgentBatch{Batch: *batch}, nil
 }
 
+// walks samples the current table's walks with hindsight targets.
+func (b *bigram) walks(ctx context.Context, n, horizon int, seed uint64) (*eval.AgentBatch, error) {
+	if err := b.current(); err != nil {
+		return nil, err
+	}
+	sp, err := eval.NewSampler(b.g, b.probs)
+	if err != nil {
+		return nil, err
+	}
+	batch, err := b.buf.Walks(ctx, sp, n, horizon, seed)
+	if err != nil {
+		return nil, err
+	}
+	return &eval.AgentBatch{Batch: *batch}, nil
+}
+
 // update is the REINFORCE update or the clipped objective's epochs over
 // minibatches.
 func (b *bigram) update(batch *eval.AgentBatch, states []int32, adv *advantages, div *lossDivs) (ratioStats, error) {

@@ -70,7 +70,16 @@ type Config struct {
 	// the hitting time its horizon is taken from, at most Rollouts and at
 	// least what the trainer needs (stepRollouts). Far from the limit a
 	// step then samples about StepTokens tokens instead of Rollouts x H.
-	StepTokens    int     `json:"step_tokens"` // at 0 left out of sweep.Identity: runs made before it keep their folders
+	StepTokens int `json:"step_tokens"` // at 0 left out of sweep.Identity: runs made before it keep their folders
+	// Hindsight (reinforce, ppo; a policy that does not see its target)
+	// draws a step's rollouts as walks with hindsight targets
+	// (eval.Buffers.Walks): ceil(Rollouts / W) walks from s0 -> f, each
+	// until it has reached every leaf or the horizon, each holding one
+	// rollout toward every target (its prefix up to the target's leaf).
+	// The rollouts have the law of independent ones, so the gradient is
+	// unchanged in expectation; a step samples the walks' tokens, about a
+	// fifth of W rollouts' at the paper's size.
+	Hindsight     bool    `json:"hindsight"` // false left out of sweep.Identity
 	Beta          float64 `json:"beta"`
 	HorizonFactor float64 `json:"horizon_factor"`
 	Epochs        int     `json:"epochs"`

@@ -100,6 +100,7 @@ var Fields = []Field{
 	{"train.rollouts", kinds(Kind.Sampled) + "; on the transformer also sft and distill",
 		func(c Choice) bool { return c.Trainer.Sampled() || isTransformer(c) }},
 	{"train.step_tokens", kinds(Kind.Sampled), isSampled},
+	{"train.hindsight", kinds(ownBaseline), func(c Choice) bool { return ownBaseline(c.Trainer) }},
 	{"train.beta", kinds(Kind.Sampled), isSampled},
 	{"train.horizon_factor", kinds(Kind.Sampled), isSampled},
 	{"train.epochs", kinds(Kind.Clipped), isClipped},

@@ -162,6 +162,9 @@ type sampledUpdater interface {
 	// ctx's error and changes nothing.
 	// Rollout i goes toward targets[i] (nil: a uniform target each).
 	rollouts(ctx context.Context, n, horizon int, seed uint64, targets []int) (*eval.AgentBatch, error)
+	// walks samples n walks with hindsight targets (Config.Hindsight,
+	// eval.Buffers.Walks): n W rollouts, W a walk.
+	walks(ctx context.Context, n, horizon int, seed uint64) (*eval.AgentBatch, error)
 	// transitionBytes is about the memory one sampled transition takes in
 	// a batch, with the trainer's per-token arrays (Trainer.batchBytes).
 	transitionBytes() float64

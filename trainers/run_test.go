@@ -52,11 +52,13 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	for _, tc := range []struct {
 		trainer, opt, baseline string
 		stepTokens             int
+		hindsight              bool
 	}{
-		{"rlvr-exact", "sign", "", 0}, {"rlvr-exact", "sgd", "", 0}, {"rlvr-exact", "adam", "", 0}, {"pretrain", "adam", "", 0},
-		{"sft", "adam", "", 0}, {"ppo", "adam", "state", 0}, {"ppo", "adam", "gae", 0}, {"ppo", "adam", "exact", 0}, {"reinforce", "sgd", "state-target", 0},
-		{"grpo", "adam", "", 0}, {"dr-grpo", "sgd", "", 0},
-		{"ppo", "adam", "fork", 60}, {"grpo", "adam", "", 60}, // batches whose size follows the hitting time
+		{"ppo", "adam", "fork", 0, true}, {"reinforce", "sgd", "state", 60, true},
+		{"rlvr-exact", "sign", "", 0, false}, {"rlvr-exact", "sgd", "", 0, false}, {"rlvr-exact", "adam", "", 0, false}, {"pretrain", "adam", "", 0, false},
+		{"sft", "adam", "", 0, false}, {"ppo", "adam", "state", 0, false}, {"ppo", "adam", "gae", 0, false}, {"ppo", "adam", "exact", 0, false}, {"reinforce", "sgd", "state-target", 0, false},
+		{"grpo", "adam", "", 0, false}, {"dr-grpo", "sgd", "", 0, false},
+		{"ppo", "adam", "fork", 60, false}, {"grpo", "adam", "", 60, false}, // batches whose size follows the hitting time
 	} {
 		cfg := Defaults(Kind(tc.trainer), BigramModel)
 		cfg.Optim = DefaultOptim(cfg.Trainer, BigramModel, tc.opt)
@@ -64,7 +66,7 @@ func TestResumeIsBitIdentical(t *testing.T) {
 		if tc.baseline != "" {
 			cfg.Baseline = tc.baseline
 		}
-		cfg.Rollouts, cfg.Minibatches, cfg.StepTokens = 8, 2, tc.stepTokens
+		cfg.Rollouts, cfg.Minibatches, cfg.StepTokens, cfg.Hindsight = 8, 2, tc.stepTokens, tc.hindsight
 		if tc.opt == "sgd" {
 			cfg.Optim.LR = 1e-4
 		}

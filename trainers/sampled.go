@@ -253,12 +253,21 @@ func (t *Trainer) drawBatch(ctx context.Context) (*eval.AgentBatch, int, error) 
 	if cfg.Trainer.Grouped() {
 		targets = groupTargets(n, cfg.GroupSize, t.g.W(), t.stepSeed())
 	}
-	b, err := t.sampled().rollouts(ctx, n, horizon, t.stepSeed(), targets)
+	var b *eval.AgentBatch
+	if cfg.hindsight() {
+		b, err = t.sampled().walks(ctx, (n+t.g.W()-1)/t.g.W(), horizon, t.stepSeed())
+	} else {
+		b, err = t.sampled().rollouts(ctx, n, horizon, t.stepSeed(), targets)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("trainers: step %d: %w", t.done, err)
 	}
 	return b, horizon, nil
 }
+
+// hindsight is whether a step draws walks with hindsight targets
+// (Hindsight, which applies to reinforce and ppo only).
+func (c Config) hindsight() bool { return c.Hindsight && ownBaseline(c.Trainer) }
 
 // stepRollouts is the number of rollouts a step draws when its horizon
 // comes from the hitting time est: Rollouts, or with StepTokens about
@@ -306,10 +315,10 @@ func (s *sampled) record(b *eval.Batch, horizon int, beta float64) []int {
 			hits++
 		}
 	}
-	s.tokens += b.Tokens()
+	s.tokens += b.Drawn()
 	s.rollouts += n
 	s.batch = BatchStats{Horizon: horizon, SuccessRate: float64(hits) / float64(n), MeanLength: float64(b.Tokens()) / float64(n),
-		Truncated: float64(n-hits) / float64(n), Sampled: b.Tokens(), LengthMin: slices.Min(lens), LengthMax: slices.Max(lens)}
+		Truncated: float64(n-hits) / float64(n), Sampled: b.Drawn(), LengthMin: slices.Min(lens), LengthMax: slices.Max(lens)}
 	r := sequenceRewards(lens, b.Hit, beta)
 	st := &s.batch
 	st.RewardMin, st.RewardMax = slices.Min(r), slices.Max(r)

@@ -129,3 +129,68 @@ func alongExact(tr *Trainer, est, exact []float64) (cos, ratio float64) {
 	}
 	return dot / math.Sqrt(ne*nx), math.Sqrt(ne / nx)
 }
+
+// TestHindsightGradientMatchesExact: walks with hindsight targets
+// (Config.Hindsight) hold rollouts of the law of independent ones, so with
+// no horizon their REINFORCE estimate matches the exact gradient as
+// independent rollouts' does (TestSampledGradientMatchesExact's policy and
+// bounds), for every baseline, on fewer sampled tokens (here about 0.72 of
+// the rollouts': with W=3 a walk to every leaf is not much shorter than
+// three rollouts; at the paper's W=15 it is about a fifth).
+func TestHindsightGradientMatchesExact(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	logits := randomLogits(g, 5)
+	for s := range g.States {
+		lo, hi := g.DesiredRange(s)
+		for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {
+			logits[i] *= 0.5
+			if a := g.Next[i]; g.Trained(s) && a >= lo && a < hi {
+				logits[i] += 1.5
+			}
+		}
+	}
+	tr, err := New(DefaultConfig(), g, Setup{Init: logits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	bg := tr.l.(*bigram)
+	if err := bg.advantages(); err != nil {
+		t.Fatal(err)
+	}
+	probs := bg.model.Probs()
+	const beta, walks = 0.01, 7000
+	exact := exactGradient(bg, beta)
+	sp, _ := eval.NewSampler(g, probs)
+	values := exactValues(nil, bg.res, g.W(), g.NumStates())
+	b, err := new(eval.Buffers).Walks(context.Background(), sp, walks, math.MaxInt32, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(b.Targets)
+	lens := make([]int, n)
+	for i := range lens {
+		lens[i] = b.Len(i)
+		if !b.Hit[i] {
+			t.Fatalf("rollout %d never hit", i)
+		}
+	}
+	t.Logf("hitting time %.4g: %d walks, %d rollouts of %d tokens, %d tokens drawn", bg.res.HittingTime, walks, n, b.Tokens(), b.Drawn())
+	if b.Drawn() >= b.Tokens()*4/5 {
+		t.Errorf("walks drew %d tokens for rollouts of %d: want far fewer", b.Drawn(), b.Tokens())
+	}
+	states, last := b.States(g)
+	for _, baseline := range []string{"exact", "fork", "state-target", "state", "batch"} {
+		var adv []float64
+		if baseline == "exact" {
+			adv = exactAdvantages(lens, b.Hit, states, last, b.Targets, values, g.NumStates(), beta, nil)
+		} else {
+			adv = tokenAdvantages(lens, b.Hit, states, g.NumStates(), b.Targets, g.W(), beta, baseline, forkStates(g), false, nil)
+		}
+		cos, ratio := alongExact(tr, reinforceEstimate(g, probs, adv, b.Entries, states, n), exact)
+		t.Logf("baseline %s: cosine(estimate, exact) = %.4f, |estimate|/|exact| = %.3f", baseline, cos, ratio)
+		if cos < 0.95 || ratio < 0.9 || ratio > 1.15 {
+			t.Errorf("baseline %s: the hindsight gradient is not the exact one: cosine %.3f, magnitude ratio %.3f", baseline, cos, ratio)
+		}
+	}
+}

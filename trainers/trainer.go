@@ -313,7 +313,11 @@ func (t *Trainer) batchBytes(ctx context.Context) (float64, error) {
 		return 0, err
 	}
 	horizon := math.Ceil(t.cfg.HorizonFactor * est)
-	return float64(t.cfg.stepRollouts(est)) * math.Min(horizon, 2*est) * t.sampled().transitionBytes(), nil
+	n := t.cfg.stepRollouts(est)
+	if w := t.g.W(); t.cfg.hindsight() { // whole walks, one rollout per target each
+		n = (n + w - 1) / w * w
+	}
+	return float64(n) * math.Min(horizon, 2*est) * t.sampled().transitionBytes(), nil
 }
 
 // Step takes one optimiser step (for reinforce and ppo: one iteration of

@@ -68,6 +68,9 @@ func init() {
 			if cfg.Baseline == "gae" {
 				return fmt.Errorf("trainers: baseline gae: the tabular critic assumes a Markov policy; the transformer takes exact, fork, state-target, state or batch")
 			}
+			if cfg.hindsight() && s.Transformer.Prompt {
+				return fmt.Errorf("trainers: hindsight: with a prompt the transformer sees its target, so its walk toward one target is not a walk toward the others: want hindsight off, or no prompt")
+			}
 			if cfg.Baseline == "exact" && cfg.Trainer.Sampled() && s.Transformer.Init == "identity" {
 				return fmt.Errorf("trainers: baseline exact: the transformer's values are those of its table B, which init-mode identity has none of: want init-mode table, or another baseline")
 			}

@@ -55,7 +55,18 @@ func (a *agent) Next(s int, rng *rand.Rand) (int, float64, error) {
 // sampling: a measurement that drew the step's batch (measure) leaves it
 // to the step's update.
 func (l *transformer) rollouts(ctx context.Context, n, horizon int, seed uint64, targets []int) (*eval.AgentBatch, error) {
-	key := drawKey{step: l.t.done, n: n, horizon: horizon, seed: seed, grouped: targets != nil}
+	return l.draw(ctx, drawKey{step: l.t.done, n: n, horizon: horizon, seed: seed, grouped: targets != nil}, targets)
+}
+
+// walks samples the transformer's walks with hindsight targets into the
+// learner's buffers, as rollouts does its rollouts.
+func (l *transformer) walks(ctx context.Context, n, horizon int, seed uint64) (*eval.AgentBatch, error) {
+	return l.draw(ctx, drawKey{step: l.t.done, n: n, horizon: horizon, seed: seed, walks: true}, nil)
+}
+
+// draw samples the batch key names (rollouts toward targets, or walks).
+func (l *transformer) draw(ctx context.Context, key drawKey, targets []int) (*eval.AgentBatch, error) {
+	n, horizon, seed := key.n, key.horizon, key.seed
 	if l.drawn.batch != nil && l.drawn.same(key) {
 		return l.drawn.batch, nil
 	}
@@ -72,9 +83,12 @@ func (l *transformer) rollouts(ctx context.Context, n, horizon int, seed uint64,
 	var err error
 	start := time.Now()
 	defer func() { l.sampleTime += time.Since(start) }()
-	if targets != nil {
+	switch {
+	case key.walks:
+		b, err = l.buf.AgentWalks(ctx, l.t.g, agents, n, horizon, seed)
+	case targets != nil:
 		b, err = l.buf.AgentRolloutsTo(ctx, l.t.g, agents, targets, horizon, seed)
-	} else {
+	default:
 		b, err = l.buf.AgentRollouts(ctx, l.t.g, agents, n, horizon, seed)
 	}
 	if err == nil {
@@ -110,12 +124,12 @@ func checkIndices(b *eval.AgentBatch) error {
 type drawKey struct {
 	step, n, horizon int
 	seed             uint64
-	grouped          bool
+	grouped, walks   bool
 	batch            *eval.AgentBatch
 }
 
 func (k drawKey) same(o drawKey) bool {
-	return k.step == o.step && k.n == o.n && k.horizon == o.horizon && k.seed == o.seed && k.grouped == o.grouped
+	return k.step == o.step && k.n == o.n && k.horizon == o.horizon && k.seed == o.seed && k.grouped == o.grouped && k.walks == o.walks
 }
 
 // rowAgent is an agent that also reports the row of log-probabilities it

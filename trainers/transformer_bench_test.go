@@ -24,9 +24,9 @@ import (
 // largest batch it sampled (live-B/token): its buffers are kept from step
 // to step at their largest, so this is what a run's peak grows with.
 func BenchmarkTransformerPPOStep(b *testing.B) {
-	for _, c := range benchSizes {
+	for _, c := range benchStepCases() {
 		b.Run(c.name, func(b *testing.B) {
-			tr, _ := benchTrainer(b, c.g)
+			tr, _ := benchTrainerOf(b, c.g, c.hindsight)
 			if _, err := tr.measure(context.Background()); err != nil {
 				b.Fatal(err)
 			}
@@ -143,6 +143,23 @@ func BenchmarkTransformerRollouts(b *testing.B) {
 
 // benchSizes are the transformer benchmarks' graphs: the smallest of the
 // README's examples and the paper's.
+// benchStep is a graph of benchSizes, with rollouts or with walks of
+// hindsight targets (name "...-hindsight").
+type benchStep struct {
+	name      string
+	g         tasks.Config
+	hindsight bool
+}
+
+// benchStepCases are benchSizes' graphs, each both ways.
+func benchStepCases() []benchStep {
+	var out []benchStep
+	for _, c := range benchSizes {
+		out = append(out, benchStep{c.name, c.g, false}, benchStep{c.name + "-hindsight", c.g, true})
+	}
+	return out
+}
+
 var benchSizes = []struct {
 	name string
 	g    tasks.Config
@@ -152,7 +169,14 @@ var benchSizes = []struct {
 // with learning rates of 1e-12, so that its policy and batch size stay
 // fixed from step to step.
 func benchTrainer(b *testing.B, c tasks.Config) (*Trainer, Config) {
+	return benchTrainerOf(b, c, false)
+}
+
+// benchTrainerOf is benchTrainer, drawing walks with hindsight targets
+// (Config.Hindsight) when hindsight is set.
+func benchTrainerOf(b *testing.B, c tasks.Config, hindsight bool) (*Trainer, Config) {
 	cfg := ppoConfig()
+	cfg.Hindsight = hindsight
 	cfg.Optim.LR = 1e-12
 	opts := DefaultTransformerOptions(PPO)
 	opts.TableLR = 1e-12

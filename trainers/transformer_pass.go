@@ -207,6 +207,33 @@ func (l *transformer) setSampled(c *consts, pos, r, item int, weight, oldLog flo
 	}
 }
 
+// setSummed is setSampled for a token of a walk with hindsight targets
+// whose terms over the walk's rollouts are summed (walkSums, entry j):
+// the clipped objective's A+ and A- are the sums' positive and negative
+// parts, so the loss is that of the rollouts one by one; REINFORCE's
+// weight is their sum.
+func (l *transformer) setSummed(c *consts, pos, item int, weight, oldLog float64, ab *eval.AgentBatch, sm *walkSums, j int) {
+	if c.w != nil {
+		c.w[pos] = -(sm.pos[j] + sm.neg[j]) * weight
+		return
+	}
+	c.oldLog[pos] = oldLog
+	c.advPos[pos], c.advNeg[pos] = sm.pos[j]*weight, sm.neg[j]*weight
+	switch {
+	case c.share == nil:
+	case c.entries == nil:
+		c.share[pos] = weight * sm.share[j]
+		c.refLog[pos] = math.Log(l.ref[ab.Entries[item]])
+	default:
+		for k, e := range c.entries[pos*c.r : (pos+1)*c.r] {
+			if e >= 0 {
+				c.share[pos*c.r+k] = weight * sm.share[j]
+				c.refLog[pos*c.r+k] = math.Log(l.ref[e])
+			}
+		}
+	}
+}
+
 // batchTokens is a sampled batch as the passes read it token by token:
 // its entries, states and each token's log-probability at sampling.
 type batchTokens struct {

@@ -51,17 +51,112 @@ type tableData struct {
 type tableTokens struct {
 	tokens []int32 // batch indices, increasing (a token's rollout: rolloutAt)
 	scale  float64 // each token's weight: the inverse sampling rate
+	// With hindsight targets (walks, eval.Batch.Walk), a walk's token is
+	// in every rollout of the walk that is longer than its position, each
+	// with its own target's advantage; the table pass trains it once, on
+	// the sums of those terms (walkSums): its tokens are then those of
+	// the walk's longest rollout in the minibatch, and sums holds, per
+	// token, the positive and negative parts of the advantages (each
+	// over its rollout's divisor) and the divisors' inverses, summed.
+	sums *walkSums
 }
+
+// walkSums are, per token of a minibatch's table pass with hindsight
+// targets, the sums over the rollouts holding it of its terms in the loss:
+// pos and neg the positive and negative parts of adv / div (the clipped
+// objective's A+ and A-; REINFORCE takes their sum), share the sum of
+// 1 / div (the KL and entropy terms' weights).
+type walkSums struct{ pos, neg, share []float64 }
 
 // newTableData gathers the table pass's view of a batch whose rollouts
 // are dealt into the minibatches mini.
-func (l *transformer) newTableData(bt *batchTokens, mini [][]int) *tableData {
+func (l *transformer) newTableData(bt *batchTokens, mini [][]int, adv, div []float64) *tableData {
 	ls := l.tr.Learnables()
 	tb := &tableData{batchTokens: bt, b0: slices.Clone(ls[len(ls)-1].Value().Data().([]float64))}
 	for mb, rs := range mini {
+		if bt.ab.Walk() > 0 {
+			tb.mini = append(tb.mini, l.walkTableTokens(bt.ab, bt.states, rs, mb, len(mini), adv, div))
+			continue
+		}
 		tb.mini = append(tb.mini, l.tableTokensOf(bt.ab, bt.states, rs, mb, len(mini)))
 	}
 	return tb
+}
+
+// walkTableTokens is tableTokensOf for a batch of walks with hindsight
+// targets: each walk's tokens at trained states once, from the longest of
+// its rollouts in the minibatch, with the sums of their terms over the
+// walk's rollouts in the minibatch that hold them (walkSums). The sums
+// are taken in rollout order, so they do not depend on the cores.
+func (l *transformer) walkTableTokens(ab *eval.AgentBatch, states []int32, rs []int, mb, m int, adv, div []float64) tableTokens {
+	w := ab.Walk()
+	var groups [][]int // the minibatch's rollouts by walk, in order
+	for k, r := range rs {
+		if k == 0 || r/w != rs[k-1]/w {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], r)
+	}
+	long := make([]int, len(groups)) // each walk's longest rollout in the minibatch
+	at := make([]int, len(groups)+1)
+	kernels.ParallelEach(len(groups), func(k int) {
+		long[k] = groups[k][0]
+		for _, r := range groups[k] {
+			if ab.Len(r) > ab.Len(long[k]) {
+				long[k] = r
+			}
+		}
+		for t := ab.Starts[long[k]]; t < ab.Starts[long[k]+1]; t++ {
+			if l.t.trained[states[t]] {
+				at[k+1]++
+			}
+		}
+	})
+	for k := range groups {
+		at[k+1] += at[k]
+	}
+	n := at[len(groups)]
+	out := tableTokens{tokens: make([]int32, n), scale: 1, sums: &walkSums{pos: make([]float64, n), neg: make([]float64, n), share: make([]float64, n)}}
+	kernels.ParallelEach(len(groups), func(k int) {
+		lo := ab.Starts[long[k]]
+		idx := make([]int, ab.Len(long[k])) // position in the walk -> table token, -1 when untrained
+		j := at[k]
+		for t := lo; t < ab.Starts[long[k]+1]; t++ {
+			idx[t-lo] = -1
+			if l.t.trained[states[t]] {
+				out.tokens[j], idx[t-lo] = int32(t), j
+				j++
+			}
+		}
+		sm := out.sums
+		for _, r := range groups[k] {
+			for p := range ab.Len(r) {
+				j := idx[p]
+				if j < 0 {
+					continue
+				}
+				a := adv[ab.Starts[r]+p] / div[r]
+				if a > 0 {
+					sm.pos[j] += a
+				} else {
+					sm.neg[j] += a
+				}
+				sm.share[j] += 1 / div[r]
+			}
+		}
+	})
+	if k := l.opts.TableTokens / m; l.opts.TableTokens > 0 && n > k {
+		rng := rand.New(rand.NewPCG(l.t.stepSeed()^0x13198a2e03707344, uint64(mb)))
+		pick := rng.Perm(n)[:k]
+		slices.Sort(pick)
+		sub := tableTokens{tokens: make([]int32, k), scale: float64(n) / float64(k), sums: &walkSums{pos: make([]float64, k), neg: make([]float64, k), share: make([]float64, k)}}
+		for j, p := range pick {
+			sub.tokens[j] = out.tokens[p]
+			sub.sums.pos[j], sub.sums.neg[j], sub.sums.share[j] = out.sums.pos[p], out.sums.neg[p], out.sums.share[p]
+		}
+		out = sub
+	}
+	return out
 }
 
 func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []int, mb, m int) tableTokens {
@@ -147,6 +242,7 @@ func (l *transformer) accumulateTable(tb *tableData, mb int, adv, div []float64)
 	l.oldLog = kernels.Grow(l.oldLog, chunk)
 	old := l.oldLog // each token's log-probability at sampling, read from its row here
 	for c := 0; c < len(in.tokens); c += chunk {
+		cc := c
 		toks := in.tokens[c:min(c+chunk, len(in.tokens))]
 		inParts(len(toks), func(j0, j1 int) { // the rows are read from all over the batch: on every core
 			r := rolloutAt(&ab.Batch, int(toks[j0]))
@@ -174,6 +270,10 @@ func (l *transformer) accumulateTable(tb *tableData, mb int, adv, div []float64)
 			for j := j0; j < j1; j++ {
 				for int(toks[j]) >= ab.Starts[r+1] {
 					r++
+				}
+				if in.sums != nil {
+					l.setSummed(c, j, int(toks[j]), in.scale, old[j], ab, in.sums, cc+j)
+					continue
 				}
 				l.setSampled(c, j, r, int(toks[j]), in.scale, old[j], ab, adv, div)
 			}

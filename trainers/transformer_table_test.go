@@ -33,6 +33,12 @@ func newTableFixture(t *testing.T, tableTokens int) *tableFixture {
 
 // newTableFixtureOf is newTableFixture for trainer k.
 func newTableFixtureOf(t *testing.T, k Kind, tableTokens int) *tableFixture {
+	return newTableFixtureWalks(t, k, tableTokens, false)
+}
+
+// newTableFixtureWalks is newTableFixtureOf whose batch, with walks, is 6
+// walks with hindsight targets (18 rollouts) instead of 16 rollouts.
+func newTableFixtureWalks(t *testing.T, k Kind, tableTokens int, walks bool) *tableFixture {
 	t.Helper()
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
 	cfg := Defaults(k, TransformerModel)
@@ -52,6 +58,9 @@ func newTableFixtureOf(t *testing.T, k Kind, tableTokens int) *tableFixture {
 		t.Fatal(err)
 	}
 	ab, err := tf.rollouts(context.Background(), 16, 60, 9, nil)
+	if walks {
+		ab, err = tf.walks(context.Background(), 6, 60, 9)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +86,7 @@ func (f *tableFixture) stepFrom(t *testing.T, b []float64) []float64 {
 	for i := range rs {
 		rs[i] = i
 	}
-	td := f.tf.newTableData(f.tf.batchTokens(f.ab, f.states), [][]int{rs})
+	td := f.tf.newTableData(f.tf.batchTokens(f.ab, f.states), [][]int{rs}, nil, nil)
 	ls := f.tf.tr.Learnables()
 	copy(ls[len(ls)-1].Value().Data().([]float64), b)
 	div := make([]float64, len(f.ab.Targets)) // per rollout
@@ -430,6 +439,67 @@ func TestRatioReplayOnlyForRows(t *testing.T) {
 		if want.ApproxKL == 0 || r.Batch.ApproxKL != want.ApproxKL || r.Batch.ClipFrac != want.ClipFrac {
 			t.Errorf("step %d: approx_kl %v, clip_frac %v; a replay right after the step: %v, %v",
 				r.Step, r.Batch.ApproxKL, r.Batch.ClipFrac, want.ApproxKL, want.ClipFrac)
+		}
+	}
+}
+
+// TestWalkTablePassSumsRollouts: with hindsight targets the table pass
+// trains each token of a walk once, on the sums of its terms over the
+// walk's rollouts that hold it (walkTableTokens); its step is the step of
+// the pass over every rollout's tokens one by one (tableTokensOf), to
+// rounding, for REINFORCE and for PPO's clipped objective away from B at
+// sampling (ratios clipped both ways), over two minibatches that split a
+// walk, and with the tokens subsampled.
+func TestWalkTablePassSumsRollouts(t *testing.T) {
+	for _, k := range []Kind{Reinforce, PPO} {
+		f := newTableFixtureWalks(t, k, 0, true)
+		if f.ab.Walk() != 3 || len(f.ab.Targets) != 18 {
+			t.Fatalf("walk %d, %d rollouts: want 6 walks of 3", f.ab.Walk(), len(f.ab.Targets))
+		}
+		if f.ab.Drawn() >= f.ab.Tokens() {
+			t.Fatalf("walks drew %d tokens for rollouts of %d", f.ab.Drawn(), f.ab.Tokens())
+		}
+		b := append([]float64(nil), f.b0...)
+		rng := rand.New(rand.NewPCG(3, 4))
+		for i := range b {
+			b[i] += 0.5 * rng.NormFloat64()
+		}
+		mini := [][]int{{0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15, 16, 17}} // walk 2 in both
+		div := make([]float64, len(f.ab.Targets))
+		for i := range div {
+			div[i] = float64(f.ab.Tokens()) * (1 + float64(i%4)) // per rollout, unequal
+		}
+		bt := f.tf.batchTokens(f.ab, f.states)
+		ls := f.tf.tr.Learnables()
+		run := func(summed bool) []float64 {
+			td := f.tf.newTableData(bt, mini, f.adv, div)
+			if !summed {
+				for mb, rs := range mini {
+					td.mini[mb] = f.tf.tableTokensOf(f.ab, f.states, rs, mb, len(mini))
+				}
+			} else if td.mini[0].sums == nil || len(td.mini[1].tokens) >= len(f.tf.tableTokensOf(f.ab, f.states, mini[1], 1, 2).tokens) {
+				t.Fatalf("%s: the walks' table pass does not sum their tokens", k)
+			}
+			copy(ls[len(ls)-1].Value().Data().([]float64), b)
+			for mb := range mini {
+				if err := f.tf.trainTable(td, mb, f.adv, div); err != nil {
+					t.Fatal(err)
+				}
+			}
+			after := slices.Clone(ls[len(ls)-1].Value().Data().([]float64))
+			copy(ls[len(ls)-1].Value().Data().([]float64), f.b0)
+			return after
+		}
+		got, want := run(true), run(false)
+		moved := 0.0
+		for i := range got {
+			moved = max(moved, math.Abs(want[i]-b[i]))
+			if math.Abs(got[i]-want[i]) > 1e-12*(1+math.Abs(want[i])) {
+				t.Fatalf("%s: B[%d] %v after the summed pass, %v after the rollouts' one by one", k, i, got[i], want[i])
+			}
+		}
+		if moved < 1e-6 {
+			t.Fatalf("%s: the pass moved B by %g: the test compares nothing", k, moved)
 		}
 	}
 }

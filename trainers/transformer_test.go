@@ -157,13 +157,16 @@ func uOf(tr *Trainer, g *tasks.Graph) []float64 {
 
 // TestTransformerResume: a transformer run stopped, snapshotted and
 // restored into a new trainer continues exactly as the uninterrupted run
-// (ppo with a KL term and entropy bonus, reinforce, sft, distill from
-// fixed traces).
+// (ppo with a KL term and entropy bonus, ppo with hindsight targets,
+// reinforce, sft, distill from fixed traces).
 func TestTransformerResume(t *testing.T) {
 	g := graph(t, tasks.Config{W: 2, K: 2, L: 2})
 	teacher := eval.PolicyRLVRLimit(g)
-	for _, name := range []string{"ppo", "reinforce", "sft", "distill"} {
+	for _, name := range []string{"ppo", "ppo-hindsight", "reinforce", "sft", "distill"} {
+		hindsight := name == "ppo-hindsight"
+		name = strings.TrimSuffix(name, "-hindsight")
 		cfg := Defaults(Kind(name), TransformerModel)
+		cfg.Hindsight = hindsight
 		cfg.Rollouts, cfg.Steps, cfg.Until, cfg.LogEvery = 8, 6, 0, 2
 		if name == "ppo" {
 			cfg.KLCoef, cfg.EntropyCoef = 0.1, 0.01
@@ -175,7 +178,7 @@ func TestTransformerResume(t *testing.T) {
 			cfg.DistillTraces = 20
 		}
 		opts := DefaultTransformerOptions(Kind(name))
-		opts.EvalRollouts, opts.Prompt = 50, name == "ppo"
+		opts.EvalRollouts, opts.Prompt = 50, name == "ppo" && !hindsight
 		build := func() *Trainer {
 			tr, err := New(cfg, g, Setup{Model: TransformerModel, Transformer: opts, Teacher: teacher})
 			if err != nil {

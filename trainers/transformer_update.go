@@ -30,7 +30,7 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 	bt := l.batchTokens(ab, states)
 	var tab *tableData
 	if l.table != nil {
-		tab = l.newTableData(bt, mini)
+		tab = l.newTableData(bt, mini, adv, div)
 	}
 	// Each minibatch's table step comes before its windows pass, and the
 	// next minibatch's table gradient is summed while the windows pass

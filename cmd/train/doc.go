@@ -137,6 +137,18 @@
 //	                       step instead, at most -rollouts (at least one per minibatch,
 //	                       whole groups); the count comes from the estimate the
 //	                       horizon comes from, before any rollout is drawn (0: off)
+//	-hindsight             reinforce, ppo: draw a step's rollouts as walks with
+//	                       hindsight targets: ceil(rollouts / W) walks from s0 -> f,
+//	                       each until it has reached every leaf (or the horizon),
+//	                       each holding one rollout toward every target (its prefix
+//	                       up to that target's leaf). For a policy that does not see
+//	                       its target (the bigram; the transformer without -prompt,
+//	                       which it refuses) these rollouts have the law of
+//	                       independent ones, so the gradient is unbiased; a step
+//	                       samples the walks' tokens, about a fifth of as many
+//	                       rollouts' at the paper's size. tokens counts the walks';
+//	                       the transformer's table pass trains each walk token once,
+//	                       on its terms summed over the walk's rollouts (default off)
 //	-beta X                length penalty in the reward 1{hit} - beta |y| (3e-4)
 //	-horizon-factor X      horizon = X times the current hitting time (default: the
 //	                       model's, see below)
@@ -275,6 +287,9 @@
 //	    train.supervised_backward (-supervised-backward)
 //	reinforce, ppo, grpo, rloo, dr-grpo; on the transformer also sft and distill:
 //	    train.rollouts (-rollouts)
+//	reinforce, ppo:
+//	    train.hindsight (-hindsight),
+//	    train.normalize_advantages (-normalize-advantages)
 //	ppo, grpo, rloo, dr-grpo:
 //	    train.epochs (-epochs), train.minibatches (-minibatches),
 //	    train.clip (-clip), train.kl_coef (-kl-coef)
@@ -284,8 +299,6 @@
 //	    train.group_size (-group-size), train.loss_agg (-loss-agg)
 //	baseline gae (reinforce, ppo):
 //	    train.lambda (-lambda), train.critic_rate (-critic-rate)
-//	reinforce, ppo:
-//	    train.normalize_advantages (-normalize-advantages)
 //	distill:
 //	    train.distill_traces (-distill-traces), teacher (-teacher)
 //	rlvr-exact, distill, reinforce, ppo, grpo, rloo, dr-grpo:
