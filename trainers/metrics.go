@@ -2,7 +2,6 @@ package trainers
 
 import (
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
@@ -71,7 +70,7 @@ func (t *Trainer) measure(ctx context.Context) (Row, error) {
 		return row, err
 	}
 	if h := row.HittingTime; !t.cfg.Trainer.Dense() && (math.IsNaN(h) || math.IsInf(h, 0)) {
-		return row, fmt.Errorf("trainers: step %d: hitting time is %v", t.done, h)
+		return row, &NonFinite{Step: t.done, Quantity: "hitting_time", Value: h}
 	}
 	switch k := t.cfg.Trainer; {
 	case k.Exact():

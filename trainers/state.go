@@ -36,6 +36,9 @@ func (t *Trainer) Checkpoint(config json.RawMessage) (*checkpoints.Checkpoint, e
 		if err := t.smp.resolveBatch(nil); err != nil {
 			return nil, err
 		}
+		if err := checkBatch(t.done, &t.smp.batch); err != nil {
+			return nil, err
+		}
 		c.Tokens, c.Rollouts, c.Trained, c.Batch = t.smp.tokens, t.smp.rollouts, t.smp.trained, t.smp.batch
 	}
 	if st, ok := t.l.(stateful); ok {

@@ -246,6 +246,9 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 				return row, err
 			}
 		}
+		if err := t.checkRow(&row); err != nil { // before the row is logged or the step checkpointed
+			return row, err
+		}
 		if h.Row != nil && logged {
 			if err := h.Row(row); err != nil {
 				return row, err
@@ -332,7 +335,9 @@ func (t *Trainer) Step(ctx context.Context) error {
 	var err error
 	switch k := t.cfg.Trainer; {
 	case k.Sampled():
-		err = t.sampledStep(ctx)
+		if err = t.sampledStep(ctx); err == nil {
+			err = checkBatch(t.done, &t.smp.batch) // before the Step hook can checkpoint it
+		}
 	case k.Exact():
 		err = t.l.(exactStepper).exactStep()
 	default:
