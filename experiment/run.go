@@ -261,13 +261,30 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 	if opts.Started != nil {
 		opts.Started(cfg, tr.Steps(), tr.Limit())
 	}
+	saved := resumeStep // the step of the checkpoint in the folder (-1: none)
+	write := func(ck *checkpoints.Checkpoint) error {
+		ck.WallSeconds, ck.Code = wall(), codes
+		if err := checkpoints.Save(filepath.Join(cfg.Out, CheckpointFile), ck); err != nil {
+			return err
+		}
+		saved = ck.Step
+		return nil
+	}
 	save := func() error {
 		ck, err := tr.Checkpoint(cfgJSON)
 		if err != nil {
 			return err
 		}
-		ck.WallSeconds, ck.Code = wall(), codes
-		return checkpoints.Save(filepath.Join(cfg.Out, CheckpointFile), ck)
+		return write(ck)
+	}
+	// A new run keeps its starting state, to write it as its last good
+	// checkpoint if a quantity turns NaN or infinite before its first
+	// checkpoint (trainers.NonFinite).
+	var first *checkpoints.Checkpoint
+	if ck == nil {
+		if first, err = tr.Checkpoint(cfgJSON); err != nil {
+			return Summary{}, err
+		}
 	}
 	last, err := tr.Run(ctx, trainers.Hooks{
 		Row: func(r trainers.Row) error {
@@ -292,6 +309,9 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 		}
 		return Summary{}, &Interrupted{Step: tr.Steps(), Dir: cfg.Out, Err: err}
 	}
+	if nf := new(trainers.NonFinite); errors.As(err, &nf) {
+		return Summary{}, keepGood(err, saved, first, write, cfg.Out)
+	}
 	stalled := errors.Is(err, trainers.ErrStalled)
 	if err != nil && !stalled {
 		return Summary{}, err
@@ -315,6 +335,23 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 		return sum, fmt.Errorf("run stopped at step %d: %w", tr.Steps(), err)
 	}
 	return sum, nil
+}
+
+// keepGood is a run's error when a quantity turned NaN or infinite
+// (trainers.NonFinite): the checkpoint in the folder, written at step
+// saved before it did, stays; with none yet (-1), the run's starting state
+// first is written as it.
+func keepGood(err error, saved int, first *checkpoints.Checkpoint, write func(*checkpoints.Checkpoint) error, dir string) error {
+	if saved < 0 && first != nil {
+		if werr := write(first); werr != nil {
+			return fmt.Errorf("%w; writing the starting state as the last good checkpoint: %v", err, werr)
+		}
+		saved = first.Step
+	}
+	if saved < 0 {
+		return err
+	}
+	return fmt.Errorf("%w; training stopped, the last good checkpoint (step %d) stays in %s", err, saved, dir)
 }
 
 // newTrainer builds the trainer of a resolved configuration on graph g,
