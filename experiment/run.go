@@ -319,7 +319,12 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 	if err := save(); err != nil {
 		return Summary{}, err
 	}
+	// The checkpoint holds the whole run from here: a signal during the
+	// final measurement or the summary leaves them to a resume.
 	final, err := tr.Final(ctx)
+	if ctx.Err() != nil {
+		return Summary{}, &Interrupted{Step: tr.Steps(), Dir: cfg.Out, Err: ctx.Err()}
+	}
 	if err != nil {
 		return Summary{}, err
 	}
@@ -327,6 +332,9 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 	sum.Stalled, sum.Code = stalled, codes
 	if err != nil {
 		return Summary{}, err
+	}
+	if ctx.Err() != nil { // before the figures and summary.json: after them the run is finished
+		return Summary{}, &Interrupted{Step: tr.Steps(), Dir: cfg.Out, Err: ctx.Err()}
 	}
 	if err := out.finish(sum); err != nil {
 		return Summary{}, err

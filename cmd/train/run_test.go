@@ -80,34 +80,48 @@ func TestRunWritesFolder(t *testing.T) {
 
 // TestResumeMatchesUninterrupted interrupts a run after step 37 (as SIGINT
 // would), resumes it, and expects metrics identical to the uninterrupted
-// run's, byte for byte.
+// run's, byte for byte; and the same after step 90, its last: the signal
+// then lands in the final measurement and the summary, which a resume
+// does (before, such a run went on to exit 0, or for a transformer exit 1).
 func TestResumeMatchesUninterrupted(t *testing.T) {
 	base := t.TempDir()
 	args := func(out string) []string {
 		return []string{"run", "-W", "3", "-K", "3", "-L", "2", "-optimizer", "adam", "-lr", "0.05", "-until", "0", "-steps", "90", "-log-every", "1", "-checkpoint-every", "25", "-out", out}
 	}
-	full, cut := filepath.Join(base, "full"), filepath.Join(base, "cut")
+	full := filepath.Join(base, "full")
 	if code, _, errs := runCLI(t, args(full)...); code != 0 {
 		t.Fatalf("full run: exit %d: %s", code, errs)
 	}
-	interruptAtStep = 37
-	code, _, errs := runCLI(t, args(cut)...)
-	interruptAtStep = 0
-	if code != 130 || !strings.Contains(errs, "train run -resume "+cut) {
-		t.Fatalf("interrupted run: exit %d, stderr %q; want 130 and a resume hint", code, errs)
-	}
-	if _, err := os.Stat(filepath.Join(cut, "summary.json")); err == nil {
-		t.Fatal("an interrupted run left summary.json")
-	}
-	if code, _, errs := runCLI(t, "run", "-resume", cut); code != 0 {
-		t.Fatalf("resume: exit %d: %s", code, errs)
-	}
-	for _, f := range []string{"metrics.csv", "abcd.csv"} {
-		a, b := withoutWall(t, filepath.Join(full, f)), withoutWall(t, filepath.Join(cut, f))
-		if a != b || len(a) == 0 {
-			t.Errorf("%s differs between the uninterrupted and the resumed run", f)
+	for _, step := range []int{37, 90} {
+		cut := filepath.Join(base, fmt.Sprint("cut", step))
+		interruptAtStep = step
+		code, _, errs := runCLI(t, args(cut)...)
+		interruptAtStep = 0
+		if code != 130 || !strings.Contains(errs, "train run -resume "+cut) {
+			t.Fatalf("run interrupted after step %d: exit %d, stderr %q; want 130 and a resume hint", step, code, errs)
+		}
+		if _, err := os.Stat(filepath.Join(cut, "summary.json")); err == nil {
+			t.Fatalf("a run interrupted after step %d left summary.json", step)
+		}
+		if code, _, errs := runCLI(t, "run", "-resume", cut); code != 0 {
+			t.Fatalf("resume after step %d: exit %d: %s", step, code, errs)
+		}
+		for _, f := range []string{"metrics.csv", "abcd.csv", "summary.json"} {
+			a, b := withoutWall(t, filepath.Join(full, f)), withoutWall(t, filepath.Join(cut, f))
+			if f == "summary.json" {
+				a, b = finalOf(t, filepath.Join(full, f)), finalOf(t, filepath.Join(cut, f))
+			}
+			if a != b || len(a) == 0 {
+				t.Errorf("%s differs between the uninterrupted run and the one resumed after step %d", f, step)
+			}
 		}
 	}
+}
+
+// finalOf is a summary.json's final step and hitting time, as text.
+func finalOf(t *testing.T, path string) string {
+	s := readJSON(t, path)
+	return fmt.Sprint(s["final_step"], s["final_hitting_time"])
 }
 
 func TestRunBadInput(t *testing.T) {
