@@ -166,6 +166,10 @@ func resume(ctx context.Context, dir string, ch Changes, opts Options) (Summary,
 		if ch.Steps < ck.Step {
 			return Summary{}, &InputError{pastSteps{ch.Steps, ck.Step, dir}}
 		}
+		if cfg.Train.LRDecay == "linear" && ch.Steps != cfg.Train.Steps {
+			return Summary{}, inputf("-steps %d: the run in %s has -lr-decay linear, which takes its rate to 0 at its step cap, %d: a resume cannot change -steps (a new run with -steps %d: another -out, or -force)",
+				ch.Steps, dir, cfg.Train.Steps, ch.Steps)
+		}
 		cfg.Train.Steps = ch.Steps
 	}
 	if ch.Until != nil {
