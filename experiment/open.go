@@ -42,8 +42,9 @@ type Checkpointed struct {
 // in bytes (0: the one its configuration recorded), as train run checks
 // its own: a checkpoint file, graph or model that would not fit is refused
 // before it is read or built. Errors are InputErrors: a folder without a
-// readable checkpoint, one over the budget, or one whose teacher or
-// starting bigram (-init) can no longer be read.
+// readable checkpoint, one over the budget, or one written before runs kept
+// their teacher and starting bigram (-init) whose folders can no longer be
+// read.
 func Open(dir string, budget int64) (*Checkpointed, error) {
 	if st, err := os.Stat(filepath.Join(dir, CheckpointFile)); err == nil && budget > 0 && 2*float64(st.Size()) > float64(budget) {
 		return nil, inputf("%s is %s: reading it needs about twice that, over the memory budget of %s (-max-bytes)",
@@ -74,7 +75,7 @@ func Open(dir string, budget int64) (*Checkpointed, error) {
 		}
 		return c, nil
 	case "transformer":
-		if c.Trainer, err = newTrainer(cfg, g); err != nil {
+		if c.Trainer, _, err = newTrainer(cfg, g, ck); err != nil {
 			return nil, err
 		}
 		if err := c.Trainer.Restore(ck); err != nil {

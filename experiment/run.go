@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/rlvr-backtrack/backtrack/checkpoints"
@@ -224,7 +225,7 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 	if err != nil {
 		return Summary{}, &InputError{err}
 	}
-	tr, err := newTrainer(cfg, g)
+	tr, setup, err := newTrainer(cfg, g, ck)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -279,6 +280,7 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 		if err != nil {
 			return err
 		}
+		ck.Tensors = append(ck.Tensors, setup...)
 		return write(ck)
 	}
 	// A new run keeps its starting state, to write it as its last good
@@ -289,6 +291,7 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 		if first, err = tr.Checkpoint(cfgJSON); err != nil {
 			return Summary{}, err
 		}
+		first.Tensors = append(first.Tensors, setup...)
 	}
 	last, err := tr.Run(ctx, trainers.Hooks{
 		Row: func(r trainers.Row) error {
@@ -366,29 +369,66 @@ func keepGood(err error, saved int, first *checkpoints.Checkpoint, write func(*c
 	return fmt.Errorf("%w; training stopped, the last good checkpoint (step %d) stays in %s", err, saved, dir)
 }
 
+// The tensors a run's checkpoint holds beside the trainer's: the logits of
+// its starting bigram (-init) and its teacher's transition table
+// (-teacher), as the run read them at its start.
+const (
+	initTensor    = trainers.SetupPrefix + "init"
+	teacherTensor = trainers.SetupPrefix + "teacher"
+)
+
 // newTrainer builds the trainer of a resolved configuration on graph g,
 // reading the distillation teacher and the starting bigram (-init) from
-// their run folders.
-func newTrainer(cfg Config, g *tasks.Graph) (*trainers.Trainer, error) {
+// their run folders, or, from a checkpoint ck that holds them, as the run
+// read them at its start: a resumed run keeps its reference policy and
+// teacher whatever became of their folders. It returns them as the tensors
+// every checkpoint of the run holds.
+func newTrainer(cfg Config, g *tasks.Graph, ck *checkpoints.Checkpoint) (*trainers.Trainer, []checkpoints.Tensor, error) {
 	s := cfg.setup()
+	var setup []checkpoints.Tensor
 	var err error
 	if cfg.Train.Trainer.UsesTeacher() {
-		if s.Teacher, err = loadTeacher(cfg.Teacher, g); err != nil {
-			return nil, err
+		if s.Teacher, err = setupTensor(ck, teacherTensor, len(g.Next)); err != nil {
+			return nil, nil, err
 		}
+		if s.Teacher == nil {
+			if s.Teacher, err = loadTeacher(cfg.Teacher, g); err != nil {
+				return nil, nil, err
+			}
+		}
+		setup = append(setup, checkpoints.Tensor{Name: teacherTensor, Data: s.Teacher})
 	}
 	if cfg.Init != "" {
-		b, err := LoadBigram(cfg.Init, g)
-		if err != nil {
-			return nil, inputf("init (-init) %s: %v", cfg.Init, err)
+		if s.Init, err = setupTensor(ck, initTensor, len(g.Next)); err != nil {
+			return nil, nil, err
 		}
-		s.Init = logitsOf(b.Probs)
+		if s.Init == nil {
+			b, err := LoadBigram(cfg.Init, g)
+			if err != nil {
+				return nil, nil, inputf("init (-init) %s: %v", cfg.Init, err)
+			}
+			s.Init = logitsOf(b.Probs)
+		}
+		setup = append(setup, checkpoints.Tensor{Name: initTensor, Data: s.Init})
 	}
 	tr, err := trainers.New(cfg.Train, g, s)
 	if err != nil {
-		return nil, &InputError{err} // the configuration cannot be trained
+		return nil, nil, &InputError{err} // the configuration cannot be trained
 	}
-	return tr, nil
+	return tr, setup, nil
+}
+
+// setupTensor is the tensor name of checkpoint ck (nil: none, or a
+// checkpoint written before runs kept it), of n values.
+func setupTensor(ck *checkpoints.Checkpoint, name string, n int) ([]float64, error) {
+	if ck == nil || !slices.ContainsFunc(ck.Tensors, func(t checkpoints.Tensor) bool { return t.Name == name }) {
+		return nil, nil
+	}
+	d, err := ck.Tensor(name, n)
+	if err != nil {
+		return nil, inputf("checkpoint: %v", err)
+	}
+	return append([]float64(nil), d...), nil
 }
 
 // summarize builds summary.json from the last row and the final

@@ -117,9 +117,15 @@ func (t *Trainer) Restore(ck *checkpoints.Checkpoint) error {
 	return nil
 }
 
+// SetupPrefix begins the names of the tensors a caller keeps in a
+// checkpoint beside the trainer's, what the run was set up with (Setup):
+// Restore ignores them.
+const SetupPrefix = "setup."
+
 // IsParameter reports whether a checkpoint's tensor of this name is one of
 // the model's parameters, not the trainer's state (the optimiser's
-// moments, the critic, the best row's parameters).
+// moments, the critic, the best row's parameters) nor its setup
+// (SetupPrefix).
 func IsParameter(name string) bool {
-	return name != "optimizer" && name != "critic" && !strings.HasPrefix(name, bestPrefix)
+	return name != "optimizer" && name != "critic" && !strings.HasPrefix(name, bestPrefix) && !strings.HasPrefix(name, SetupPrefix)
 }
