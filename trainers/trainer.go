@@ -247,6 +247,10 @@ func (t *Trainer) Run(ctx context.Context, h Hooks) (Row, error) {
 			}
 		}
 		if err := t.checkRow(&row); err != nil { // before the row is logged or the step checkpointed
+			if ctx.Err() != nil { // the state is whole: a resume stops here again
+				t.stop = StopInterrupted
+				return row, ctx.Err()
+			}
 			return row, err
 		}
 		if h.Row != nil && logged {
