@@ -203,8 +203,8 @@
 //	                       derivative by its autodiff; the same model, slower)
 //	-dim N                 width with -init-mode table (default 64; a multiple of -heads)
 //	-table-lr X            learning rate of the logit table (default: 0.025 for ppo,
-//	                       the bigram's rate for reinforce, -lr otherwise); the
-//	                       other parameters learn at -lr
+//	                       the bigram's rate for reinforce, grpo, rloo and dr-grpo,
+//	                       -lr otherwise); the other parameters learn at -lr
 //	-heads N               attention heads (default 1)
 //	-context N             attention window in tokens (default 8)
 //	-positional NAME       learned (default) | none
