@@ -50,7 +50,7 @@ var runFlags = []runFlag{
 	{"init", "init", stringValue, "start from the bigram checkpointed in this run folder (e.g. an sft run) instead of the pretrained world model"},
 	{"init-mode", "transformer.init", stringValue, "transformer: exact initialisation: table (a per-transition logit table beside a zero unembedding, any width) or identity (the paper's: width = vocabulary)"},
 	{"ops", "transformer.ops", stringValue, "transformer: fused (custom ops with hand-written backwards, fast) or stock (gorgonia's stock ops only, every derivative by its autodiff; slow)"},
-	{"dim", "transformer.dim", intValue, "transformer: width with -init-mode table (a multiple of -heads; default 64, 0 with identity)"},
+	{"dim", "transformer.dim", intValue, "transformer: width with -init-mode table, a multiple of -heads (-init-mode identity: 0, the vocabulary)"},
 	{"table-lr", "transformer.table_lr", floatValue, "transformer, -init-mode table: learning rate of the logit table (default: 0.025 for ppo, the bigram's rate for the other sampled trainers, -lr otherwise)"},
 	{"train-tokens", "transformer.train_tokens", intValue, "transformer: trained positions per update; larger batches train on an unbiased random subset of windows (0: all)"},
 	{"table-tokens", "transformer.table_tokens", intValue, "transformer, -init-mode table, sampled trainers: tokens per update of the logit table's own pass; larger batches use an unbiased random subset (0: all)"},
