@@ -412,22 +412,26 @@ func TestHugeValuesRefused(t *testing.T) {
 // TestFlagDefaultsShownAgreeWithRuns: a default -h shows is the one every
 // run it applies to takes. lr_decay is "" (a constant rate) for the exact
 // and supervised trainers and plateau for the sampled ones, so -h shows
-// none; "" once counted as "not seen yet" and -h said plateau.
+// none; "" once counted as "not seen yet" and -h said plateau. GAE's
+// lambda and critic rate apply to no default run: -h reads them from the
+// runs with baseline gae, and shows them.
 func TestFlagDefaultsShownAgreeWithRuns(t *testing.T) {
 	d := flagDefaults()
 	if v, ok := d["train.lr_decay"]; ok {
 		t.Errorf("-lr-decay shows default %q; the runs' defaults differ", v)
 	}
-	for _, m := range trainers.Models() {
-		for _, k := range m.Kinds() {
-			c := experiment.Defaults(m, k)
-			for path, want := range d {
-				if !trainers.Applies(path, c.Choice()) {
-					continue
-				}
-				if got, ok := valueAt(c, path); !ok || got != want {
-					t.Errorf("%s on %s: %s is %q, -h shows %q", k, m, path, got, want)
-				}
+	for path, want := range map[string]string{"train.lambda": "0.95", "train.critic_rate": "0.5"} {
+		if got := d[path]; got != want {
+			t.Errorf("-h shows %s default %q, want %q", path, got, want)
+		}
+	}
+	for _, c := range defaultRuns() {
+		for path, want := range d {
+			if !trainers.Applies(path, c.Choice()) {
+				continue
+			}
+			if got, ok := valueAt(c, path); !ok || got != want {
+				t.Errorf("%s: %s is %q, -h shows %q", c.Choice(), path, got, want)
 			}
 		}
 	}

@@ -157,7 +157,9 @@
 //	                       bootstrapped at the fork: an excursion's tokens see its own
 //	                       rewards plus the target's mean return from the fork), batch,
 //	                       gae (GAE with a tabular critic of state and target;
-//	                       -lambda, -critic-rate), or exact (each transition's
+//	                       -lambda X, GAE's lambda (0.95), -critic-rate X, the
+//	                       rate at which the critic follows each batch's returns
+//	                       (0.5); the bigram only), or exact (each transition's
 //	                       advantage beta (h(s) - h(s') - 1) from the exact values
 //	                       of the bigram's own chain, or of the transformer's
 //	                       table B's) (default: the model's, see below);

@@ -196,11 +196,8 @@ var flagDefaults = sync.OnceValue(func() map[string]string {
 		tree any
 	}
 	var runs []run
-	for _, m := range trainers.Models() {
-		for _, k := range m.Kinds() {
-			c := experiment.Defaults(m, k)
-			runs = append(runs, run{c.Choice(), tree(c)})
-		}
+	for _, c := range defaultRuns() {
+		runs = append(runs, run{c.Choice(), tree(c)})
 	}
 	out := map[string]string{}
 	for _, f := range runFlags {
@@ -219,6 +216,26 @@ var flagDefaults = sync.OnceValue(func() map[string]string {
 	}
 	return out
 })
+
+// defaultRuns are the runs -h reads its defaults from: every trainer on
+// every model with its defaults, and again with baseline gae where the
+// run takes it (reinforce and ppo on the bigram), since GAE's lambda and
+// critic rate apply to no default run.
+func defaultRuns() []experiment.Config {
+	var runs []experiment.Config
+	for _, m := range trainers.Models() {
+		for _, k := range m.Kinds() {
+			c := experiment.Defaults(m, k)
+			runs = append(runs, c)
+			gae := c
+			gae.Train.Baseline = "gae"
+			if _, err := gae.Resolve(); err == nil && trainers.Applies("train.lambda", gae.Choice()) {
+				runs = append(runs, gae)
+			}
+		}
+	}
+	return runs
+}
 
 // valueAt is the value at path of c's config.json, as a flag would show it.
 func valueAt(c experiment.Config, path string) (string, bool) { return lookup(tree(c), path) }
