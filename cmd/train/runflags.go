@@ -71,7 +71,7 @@ var runFlags = []runFlag{
 	{"steps", "train.steps", intValue, "step cap"},
 	{"lr-decay", "train.lr_decay", stringValue, `learning-rate schedule: "" (constant), linear (over the steps) or plateau (halved after -patience steps without progress)`},
 	{"halvings", "train.halvings", intValue, "-lr-decay plateau: halvings of the rate before a run without progress stops"},
-	{"until", "train.until", floatValue, "stop within this relative distance of the limit hitting time (0: run all steps)"},
+	{"until", "train.until", floatValue, "stop within this relative distance of the limit hitting time (0: no such stop; the step cap, -max-tokens, -patience (stop_reason optimum at the exact optimum, else stationary, stall or plateau) and the memory budget still end a run)"},
 	{"seed", "train.seed", uintValue, "seed of every random choice"},
 	{"max-tokens", "train.max_tokens", intValue, "sampled trainers: stop once this many tokens have been sampled (0: no cap)"},
 	{"patience", "train.patience", intValue, "steps without a new best hitting time before the run halves its rate (-lr-decay plateau) or stops (0: never)"},
