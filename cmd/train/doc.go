@@ -227,6 +227,10 @@
 //	-eval-rollouts N       Monte Carlo rollouts behind each metrics row (2000), fewer
 //	-eval-tokens N         while the hitting time is long: at most N sampled tokens
 //	                       (20M), never fewer than 200 rollouts
+//	-final-rollouts N      Monte Carlo rollouts of a stop decision and of the final
+//	-final-tokens N        value, each on rollouts of its own (10000), fewer while
+//	                       the hitting time is long: at most N sampled tokens
+//	                       (200M), never fewer than 200 rollouts
 //
 // defaults that depend on the trainer and the model: the optimizer, the learning
 // rate, -rollouts, -baseline and -horizon-factor, when neither a flag nor the
