@@ -18,7 +18,8 @@ import (
 // the exact advantages of every move at each visited state (the noise that
 // is left is which states the batch visits: no critic does better). Each
 // iteration draws a new batch of the given rollouts (seeded by the
-// iteration). Run it with -benchtime 1x or a few:
+// iteration); the walks with hindsight targets below are compared on the
+// fork baseline. Run it with -benchtime 1x or a few:
 //
 //	go test ./trainers -run '^$' -bench GradientNoise -benchtime 3x
 func BenchmarkGradientNoise(b *testing.B) {
@@ -44,13 +45,14 @@ func BenchmarkGradientNoise(b *testing.B) {
 	for _, rollouts := range []int{256, 2048} {
 		b.Run(fmt.Sprintf("rollouts=%d", rollouts), func(b *testing.B) {
 			var cf, rf, ce, re, cv, rv float64
-			it := 0
+			it, drawn := 0, 0
 			for b.Loop() {
 				batch, err := sp.Rollouts(context.Background(), rollouts, int(2*res.HittingTime), uint64(100+it))
 				if err != nil {
 					b.Fatal(err)
 				}
 				it++
+				drawn += batch.Drawn()
 				states, last := batch.States(g)
 				lens := make([]int, rollouts)
 				for i := range lens {
@@ -92,12 +94,54 @@ func BenchmarkGradientNoise(b *testing.B) {
 				cv, rv = cv+c, rv+r
 			}
 			m := float64(it)
+			b.ReportMetric(float64(drawn)/m, "tokens/batch")
 			b.ReportMetric(cf/m, "cos-fork")
 			b.ReportMetric(rf/m, "norm-fork")
 			b.ReportMetric(ce/m, "cos-exact")
 			b.ReportMetric(re/m, "norm-exact")
 			b.ReportMetric(cv/m, "cos-visits")
 			b.ReportMetric(rv/m, "norm-visits")
+		})
+	}
+	// Walks with hindsight targets (Config.Hindsight): n walks hold n W
+	// rollouts, on fewer sampled tokens (tokens/batch); the fork baseline's
+	// estimate over them, at the paper's horizon and at the transformer's
+	// 20 hitting times (with independent rollouts too, for comparison).
+	for _, c := range []struct{ walks, rollouts, horizon int }{
+		{8, 0, 2}, {32, 0, 2}, {77, 0, 2}, {0, 256, 20}, {8, 0, 20}, {32, 0, 20}, {77, 0, 20},
+	} {
+		name := fmt.Sprintf("walks=%d/horizon=%d", c.walks, c.horizon)
+		if c.walks == 0 {
+			name = fmt.Sprintf("rollouts=%d/horizon=%d", c.rollouts, c.horizon)
+		}
+		b.Run(name, func(b *testing.B) {
+			var cf, rf float64
+			it, drawn := 0, 0
+			var buf eval.Buffers
+			for b.Loop() {
+				horizon := int(float64(c.horizon) * res.HittingTime)
+				batch, err := buf.Walks(context.Background(), sp, max(c.walks, 1), horizon, uint64(100+it))
+				if c.walks == 0 {
+					batch, err = sp.Rollouts(context.Background(), c.rollouts, horizon, uint64(100+it))
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				it++
+				drawn += batch.Drawn()
+				states, _ := batch.States(g)
+				lens := make([]int, len(batch.Targets))
+				for i := range lens {
+					lens[i] = batch.Len(i)
+				}
+				fork := tokenAdvantages(lens, batch.Hit, states, n, batch.Targets, g.W(), beta, "fork", forkStates(g), false, nil)
+				c, r := alongExact(tr, reinforceEstimate(g, probs, fork, batch.Entries, states, len(lens)), exact)
+				cf, rf = cf+c, rf+r
+			}
+			m := float64(it)
+			b.ReportMetric(float64(drawn)/m, "tokens/batch")
+			b.ReportMetric(cf/m, "cos-fork")
+			b.ReportMetric(rf/m, "norm-fork")
 		})
 	}
 }
