@@ -135,6 +135,11 @@ func (l *transformer) onBatch(ctx context.Context) (eval.MCResult, bool, error) 
 		return eval.MCResult{}, false, err
 	}
 	mc := b.Summary()
+	if w := b.Walk(); w > 0 && len(b.Targets) < 2*w {
+		// One walk's rollouts are correlated: their interval is taken
+		// over walks, and one walk gives none.
+		return mc, false, nil
+	}
 	if mc.SuccessRate < 1 {
 		// Some rollouts missed at the step's horizon: the batch gives only
 		// a lower bound, with no interval, and a row must be an estimate

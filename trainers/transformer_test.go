@@ -442,3 +442,30 @@ func TestMissedBatchRowIsMeasuredAfresh(t *testing.T) {
 	}
 	t.Logf("%d of %d rows measured afresh after a batch that missed; %d tokens measured", missed, rows, l.st.Measured)
 }
+
+// TestHindsightRowsHaveIntervals: a transformer run with hindsight targets
+// measures its rows on its batches' walks with an interval taken over the
+// walks, and afresh when a batch holds a single walk (whose correlated
+// rollouts give no interval): every row's interval is finite and positive.
+func TestHindsightRowsHaveIntervals(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	for _, rollouts := range []int{2, 12} { // one walk a step; four
+		cfg := Defaults(PPO, TransformerModel)
+		cfg.Rollouts, cfg.Steps, cfg.Until, cfg.LogEvery, cfg.Hindsight = rollouts, 12, 0, 4, true
+		opts := DefaultTransformerOptions(PPO)
+		opts.EvalRollouts = 50
+		tr := newTrainer(t, cfg, opts, g, nil)
+		var rows []Row
+		if _, err := tr.Run(context.Background(), Hooks{Row: func(r Row) error { rows = append(rows, r); return nil }}); err != nil {
+			t.Fatalf("rollouts %d: %v", rollouts, err)
+		}
+		for _, r := range rows {
+			if !(r.HittingTimeCI95 > 0) || math.IsInf(r.HittingTimeCI95, 0) {
+				t.Errorf("rollouts %d, step %d: hitting time %v ± %v", rollouts, r.Step, r.HittingTime, r.HittingTimeCI95)
+			}
+		}
+		if len(rows) < 3 {
+			t.Fatalf("rollouts %d: %d rows", rollouts, len(rows))
+		}
+	}
+}
