@@ -19,9 +19,13 @@ func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.I, s.N) }
 // Has reports whether the run with this index is in the shard.
 func (s Shard) Has(index int) bool { return index%s.N == s.I }
 
-// ShardsEnv is the variable that gives the number of shards to a Kubernetes
-// Indexed Job's pods, which get their own index in JOB_COMPLETION_INDEX but
-// not the Job's completions (the printed manifest sets it).
+// ShardsEnv is the variable that gives the number of shards to a job
+// array's tasks. A Kubernetes Indexed Job's pods get their own index in
+// JOB_COMPLETION_INDEX but not the Job's completions; a Slurm task gets
+// the bounds of the array as submitted, which are not the sweep's when
+// some of its tasks are submitted again (sbatch --array=3). The printed
+// manifest and sbatch script set it, so task i trains shard i of it
+// whatever part of the array runs.
 const ShardsEnv = "TRAIN_SWEEP_SHARDS"
 
 // ParseShard reads "i/n" with 0 <= i < n.
@@ -44,12 +48,13 @@ func checkShard(s Shard, where string) (Shard, error) {
 
 // ShardFromEnv finds the shard of a job-array task in its environment
 // (getenv is os.Getenv in the command):
-//   - Slurm: SLURM_ARRAY_TASK_ID, with SLURM_ARRAY_TASK_MIN and _MAX
-//     (shard ID-MIN of MAX-MIN+1), or else SLURM_ARRAY_TASK_COUNT (shard ID
-//     of COUNT);
-//   - Kubernetes Indexed Job: JOB_COMPLETION_INDEX, with ShardsEnv.
+//   - Slurm: SLURM_ARRAY_TASK_ID, shard ID of ShardsEnv when it is set (the
+//     printed script sets it); else of the array as submitted:
+//     SLURM_ARRAY_TASK_MIN and _MAX (shard ID-MIN of MAX-MIN+1), or else
+//     SLURM_ARRAY_TASK_COUNT (shard ID of COUNT);
+//   - Kubernetes Indexed Job: JOB_COMPLETION_INDEX, of ShardsEnv.
 //
-// ok is false when neither is set (the whole sweep).
+// ok is false when neither index is set (the whole sweep).
 func ShardFromEnv(getenv func(string) string) (s Shard, source string, ok bool, err error) {
 	num := func(name string) (int, bool, error) {
 		v := getenv(name)
@@ -62,47 +67,54 @@ func ShardFromEnv(getenv func(string) string) (s Shard, source string, ok bool, 
 		}
 		return n, true, nil
 	}
-	if id, set, err := num("SLURM_ARRAY_TASK_ID"); set || err != nil {
+	for _, name := range []string{"SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"} {
+		id, set, err := num(name)
 		if err != nil {
 			return s, "", true, err
 		}
-		lo, hasLo, err1 := num("SLURM_ARRAY_TASK_MIN")
-		hi, hasHi, err2 := num("SLURM_ARRAY_TASK_MAX")
-		count, hasCount, err3 := num("SLURM_ARRAY_TASK_COUNT")
-		for _, e := range []error{err1, err2, err3} {
-			if e != nil {
-				return s, "", true, e
-			}
+		if !set {
+			continue
 		}
-		source = fmt.Sprintf("SLURM_ARRAY_TASK_ID=%d", id)
-		switch {
-		case hasLo && hasHi:
-			if hasCount && count != hi-lo+1 {
-				return s, source, true, fmt.Errorf("slurm array %d-%d has %d tasks (a step or a list of indices): use a plain range, --array=0-%d, or give -shard", lo, hi, count, count-1)
-			}
-			s = Shard{id - lo, hi - lo + 1}
-		case hasCount:
-			s = Shard{id, count}
-		default:
-			return s, source, true, fmt.Errorf("%s without SLURM_ARRAY_TASK_MIN/MAX or SLURM_ARRAY_TASK_COUNT: give -shard i/n", source)
-		}
-		s, err = checkShard(s, source)
-		return s, source, true, err
-	}
-	if id, set, err := num("JOB_COMPLETION_INDEX"); set || err != nil {
-		if err != nil {
-			return s, "", true, err
-		}
-		source = fmt.Sprintf("JOB_COMPLETION_INDEX=%d", id)
+		source = fmt.Sprintf("%s=%d", name, id)
 		n, hasN, err := num(ShardsEnv)
-		if err != nil {
+		switch {
+		case err != nil:
+			return s, source, true, err
+		case hasN:
+			s, err = checkShard(Shard{id, n}, fmt.Sprintf("%s of %s=%d", source, ShardsEnv, n))
+			return s, source, true, err
+		case name == "SLURM_ARRAY_TASK_ID":
+			s, err = slurmArrayShard(id, source, num)
 			return s, source, true, err
 		}
-		if !hasN {
-			return s, source, true, fmt.Errorf("%s but %s is not set: set it to the Job's completions (the manifest of -print k8s does), or give -shard i/n", source, ShardsEnv)
-		}
-		s, err = checkShard(Shard{id, n}, fmt.Sprintf("%s of %s=%d", source, ShardsEnv, n))
-		return s, source, true, err
+		return s, source, true, fmt.Errorf("%s but %s is not set: set it to the Job's completions (the manifest of -print k8s does)", source, ShardsEnv)
 	}
 	return All, "", false, nil
+}
+
+// slurmArrayShard is the shard of Slurm array task id when the count of
+// shards is not given: the array as submitted is taken to be the whole
+// sweep, so it must be a plain range.
+func slurmArrayShard(id int, source string, num func(string) (int, bool, error)) (Shard, error) {
+	lo, hasLo, err1 := num("SLURM_ARRAY_TASK_MIN")
+	hi, hasHi, err2 := num("SLURM_ARRAY_TASK_MAX")
+	count, hasCount, err3 := num("SLURM_ARRAY_TASK_COUNT")
+	for _, e := range []error{err1, err2, err3} {
+		if e != nil {
+			return Shard{}, e
+		}
+	}
+	var s Shard
+	switch {
+	case hasLo && hasHi:
+		if hasCount && count != hi-lo+1 {
+			return Shard{}, fmt.Errorf("slurm array %d-%d has %d tasks (a step or a list of indices) and %s is not set: set it to the number of shards (the script of -print slurm does), or submit a plain range", lo, hi, count, ShardsEnv)
+		}
+		s = Shard{id - lo, hi - lo + 1}
+	case hasCount:
+		s = Shard{id, count}
+	default:
+		return Shard{}, fmt.Errorf("%s without SLURM_ARRAY_TASK_MIN/MAX or SLURM_ARRAY_TASK_COUNT: set %s to the number of shards (the script of -print slurm does)", source, ShardsEnv)
+	}
+	return checkShard(s, source)
 }

@@ -92,7 +92,8 @@ func SlurmScript(p *Plan, c Cluster) (string, error) {
 	fmt.Fprintf(&b, "# Sweep %s: %d runs of %s, %s.\n", quote(p.Spec.Name), len(p.Runs), quote(c.Spec), perTask(p, n, "array task"))
 	fmt.Fprintf(&b, "# Submit with: sbatch THIS_FILE. Afterwards: %s aggregate %s\n", quote(c.Binary), quote(p.Out))
 	fmt.Fprintf(&b, "# A task run again (requeued, or the script submitted again) skips finished runs and resumes the others\n")
-	fmt.Fprintf(&b, "# from their checkpoints; train sweep reads its shard from SLURM_ARRAY_TASK_ID.\n")
+	fmt.Fprintf(&b, "# from their checkpoints. Array task i trains shard i of %d (%s, below) whatever part of the\n", n, ShardsEnv)
+	fmt.Fprintf(&b, "# array is submitted: sbatch --array=%d THIS_FILE runs task %d alone again.\n", n-1, n-1)
 	directive := func(option, value string) { fmt.Fprintf(&b, "#SBATCH --%s=%s\n", option, directiveQuote(value)) }
 	directive("job-name", jobName(p.Spec.Name))
 	array := fmt.Sprintf("0-%d", n-1)
@@ -118,7 +119,8 @@ func SlurmScript(p *Plan, c Cluster) (string, error) {
 	directive("open-mode", "append")
 	directive("signal", "B:USR1@120")
 	b.WriteString("#SBATCH --requeue\n")
-	fmt.Fprintf(&b, "\n%s sweep %s -out %s -jobs %d &\n", quote(c.Binary), quote(c.Spec), quote(p.Out), c.cpus())
+	fmt.Fprintf(&b, "\nexport %s=%d\n", ShardsEnv, n)
+	fmt.Fprintf(&b, "%s sweep %s -out %s -jobs %d &\n", quote(c.Binary), quote(c.Spec), quote(p.Out), c.cpus())
 	b.WriteString(`pid=$!
 requeue=0
 # USR1: the time limit is 120 s away. TERM (scancel): stop. Either way train

@@ -416,8 +416,10 @@
 //	                       large sampled runs (the paper's size, the transformer)
 //	                       use 1 or 2 and let each run have the cores
 //	-shard i/n             train only the runs whose index is i modulo n. Without
-//	                       it, a Slurm array task takes SLURM_ARRAY_TASK_ID (of
-//	                       SLURM_ARRAY_TASK_MIN..MAX, or of SLURM_ARRAY_TASK_COUNT)
+//	                       it, a Slurm array task takes SLURM_ARRAY_TASK_ID of
+//	                       TRAIN_SWEEP_SHARDS (the printed script sets it: a task
+//	                       resubmitted alone keeps its runs; unset, of the array
+//	                       submitted: SLURM_ARRAY_TASK_MIN..MAX, or _COUNT)
 //	                       and a Kubernetes Indexed Job pod JOB_COMPLETION_INDEX of
 //	                       TRAIN_SWEEP_SHARDS (the manifest sets it); -shard and
 //	                       those variables together are refused

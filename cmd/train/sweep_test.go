@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlvr-backtrack/backtrack/experiment"
+	"github.com/rlvr-backtrack/backtrack/sweep"
 )
 
 // smallSweep is 2 seeds x 2 sizes of exact RLVR, a fraction of a second
@@ -148,6 +149,7 @@ func TestSweepBadInput(t *testing.T) {
 		{"malformed shard", smallSweep, []string{"-shard", "1"}, nil, `-shard "1": want i/n`},
 		{"shard and env", smallSweep, []string{"-shard", "0/2"}, []string{"SLURM_ARRAY_TASK_ID", "1", "SLURM_ARRAY_TASK_COUNT", "2"}, "-shard 0/2 and SLURM_ARRAY_TASK_ID=1 are both given"},
 		{"k8s without count", smallSweep, nil, []string{"JOB_COMPLETION_INDEX", "1"}, "TRAIN_SWEEP_SHARDS is not set"},
+		{"slurm list without count", smallSweep, nil, []string{"SLURM_ARRAY_TASK_ID", "3", "SLURM_ARRAY_TASK_MIN", "1", "SLURM_ARRAY_TASK_MAX", "3", "SLURM_ARRAY_TASK_COUNT", "2"}, "TRAIN_SWEEP_SHARDS is not set: set it to the number of shards (the script of -print slurm does)"},
 		{"env out of range", smallSweep, nil, []string{"SLURM_ARRAY_TASK_ID", "5", "SLURM_ARRAY_TASK_MIN", "0", "SLURM_ARRAY_TASK_MAX", "3"}, "SLURM_ARRAY_TASK_ID=5: want 0 <= i < n"},
 		{"unknown print", smallSweep, []string{"-print", "pbs"}, nil, `-print "pbs": want slurm or k8s`},
 		{"no spec", "", []string{"-jobs", "2"}, nil, "name the spec file: train sweep SPEC.json"},
@@ -164,6 +166,58 @@ func TestSweepBadInput(t *testing.T) {
 			code, _, errs := runCLI(t, append(args, c.args...)...)
 			if code != 2 || !contains(errs, c.want) || strings.Count(errs, "\n") != 1 {
 				t.Errorf("exit %d, stderr %q; want 2 and one line with %q", code, errs, c.want)
+			}
+		})
+	}
+}
+
+// TestSlurmResubmittedTaskKeepsItsShard: the printed sbatch script gives
+// its tasks the count of shards it was printed for, so a task submitted
+// again alone (sbatch --array=3), in a range (--array=2-3) or in a list
+// (--array=1,3) trains the runs it was printed to train. The script is
+// run by bash with a stand-in binary that records what the task sees, as
+// Slurm would set the array's variables.
+func TestSlurmResubmittedTaskKeepsItsShard(t *testing.T) {
+	spec := writeSpec(t, smallSweep)
+	out := t.TempDir()
+	stub := filepath.Join(t.TempDir(), "train")
+	seen := filepath.Join(t.TempDir(), "shards")
+	if err := os.WriteFile(stub, []byte("#!/bin/sh\nprintf %s \"$TRAIN_SWEEP_SHARDS\" > '"+seen+"'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "job.sh")
+	if err := os.WriteFile(script, []byte(mustCLI(t, "sweep", spec, "-out", out, "-print", "slurm", "-tasks", "4", "-binary", stub)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name            string
+		id, lo, hi, cnt string
+		want            string
+	}{
+		{"--array=3", "3", "3", "3", "1", "   3  new"},
+		{"--array=2-3", "3", "2", "3", "2", "   3  new"},
+		{"--array=1,3", "1", "1", "3", "2", "   1  new"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := []string{"SLURM_ARRAY_TASK_ID", c.id, "SLURM_ARRAY_TASK_MIN", c.lo, "SLURM_ARRAY_TASK_MAX", c.hi, "SLURM_ARRAY_TASK_COUNT", c.cnt}
+			run := exec.Command("bash", script)
+			run.Env = os.Environ()
+			for i := 0; i < len(env); i += 2 {
+				run.Env = append(run.Env, env[i]+"="+env[i+1])
+				t.Setenv(env[i], env[i+1])
+			}
+			os.Remove(seen)
+			if msg, err := run.CombinedOutput(); err != nil {
+				t.Fatalf("bash %s: %v: %s", script, err, msg)
+			}
+			shards, err := os.ReadFile(seen)
+			if err != nil {
+				t.Fatalf("the stand-in train did not run: %v", err)
+			}
+			t.Setenv(sweep.ShardsEnv, string(shards))
+			got := mustCLI(t, "sweep", spec, "-out", out, "-dry-run")
+			if lines := strings.Split(strings.TrimSpace(got), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[1], c.want) {
+				t.Errorf("task %s with %s=%s lists:\n%s\nwant its one run, %q", c.id, sweep.ShardsEnv, shards, got, c.want)
 			}
 		})
 	}
