@@ -23,6 +23,7 @@ type RunData struct {
 	Name   string            // folder name
 	Dir    string            // "" when no folder was found
 	Index  int               // in the sweep's index (-1: not indexed)
+	Sweep  string            // the label of the sweep whose index lists it ("": none; SweepFolder.Label)
 	sweep  int               // which of Collect's dirs listed or held it first
 	Config experiment.Config // resolved, without its folder
 	Fields map[string]string
@@ -75,6 +76,27 @@ func (r *RunData) SuccessRate() float64 {
 type Collection struct {
 	Runs    []*RunData // sorted by index, then name
 	Ignored []string   // run folders found but not in the sweeps' indexes
+	// Sweeps are the sweeps whose indexes were read, each once (copies of
+	// a sweep's folder hold the same index), in the order of the dirs.
+	Sweeps []SweepFolder
+}
+
+// SweepFolder is a sweep Collect read: its index's name, the first folder
+// that holds it, and its label in runs.csv: the name, or the name and the
+// folder when another sweep has the same name (an index of other runs).
+type SweepFolder struct {
+	Name, Dir, Label string
+	runs             string // the index's runs, which tell two sweeps of one name apart
+}
+
+// indexRuns is an index's runs as one string: equal for copies of a
+// sweep's folder.
+func indexRuns(ix *Index) string {
+	var b strings.Builder
+	for _, e := range ix.Runs {
+		fmt.Fprintf(&b, "%d %s\n", e.Index, e.Name)
+	}
+	return b.String()
 }
 
 // RunSeconds is the completed runs' own wall time, summed: what they cost
@@ -120,14 +142,24 @@ func Collect(dirs []string) (*Collection, error) {
 	expected := map[string]IndexEntry{}
 	sweepOf := map[string]int{} // folder name -> the first dir that lists or holds it
 	indexed := false
+	var sweeps []SweepFolder
 	for i, dir := range dirs {
 		if _, err := os.Stat(dir); err != nil {
 			return nil, fmt.Errorf("%s: %v", dir, err)
 		}
 		if ix, err := ReadIndex(dir); err == nil {
 			indexed = true
+			runs := indexRuns(ix)
+			k := slices.IndexFunc(sweeps, func(s SweepFolder) bool { return s.Name == ix.Name && s.runs == runs })
+			if k < 0 {
+				k = len(sweeps)
+				sweeps = append(sweeps, SweepFolder{Name: ix.Name, Dir: dir, runs: runs})
+			}
 			for _, e := range ix.Runs {
-				expected[e.Name] = e
+				if _, ok := expected[e.Name]; !ok { // the first sweep that lists it
+					e.sweep = k
+					expected[e.Name] = e
+				}
 				if _, ok := sweepOf[e.Name]; !ok {
 					sweepOf[e.Name] = i
 				}
@@ -155,7 +187,15 @@ func Collect(dirs []string) (*Collection, error) {
 			return nil, err
 		}
 	}
-	c := &Collection{}
+	for i := range sweeps {
+		sweeps[i].Label = sweeps[i].Name
+		for j := range sweeps {
+			if j != i && sweeps[j].Name == sweeps[i].Name {
+				sweeps[i].Label = fmt.Sprintf("%s (%s)", sweeps[i].Name, sweeps[i].Dir)
+			}
+		}
+	}
+	c := &Collection{Sweeps: sweeps}
 	names := map[string]bool{}
 	for name := range found {
 		if indexed {
@@ -173,6 +213,9 @@ func Collect(dirs []string) (*Collection, error) {
 		r, err := readRun(name, found[name], expected)
 		if err != nil {
 			return nil, err
+		}
+		if e, ok := expected[name]; ok {
+			r.Sweep = sweeps[e.sweep].Label
 		}
 		r.sweep = sweepOf[name]
 		c.Runs = append(c.Runs, r)

@@ -179,7 +179,10 @@ func TestOtherConfigRefused(t *testing.T) {
 
 // TestCollectKeepsSweepsApart: two sweeps aggregated together (each with
 // its own index 0, 1, ...) keep the order of the folders given, each in
-// its index's order, rather than interleaving by index.
+// its index's order, rather than interleaving by index; both are named in
+// Sweeps (two of one name by their folders too), each run carries its
+// sweep's label, and runs.csv has a sweep column. A copy of a sweep's
+// folder is the same sweep.
 func TestCollectKeepsSweepsApart(t *testing.T) {
 	base := t.TempDir()
 	a := plan(t, `{"base": {"train": {"trainer": "rlvr-exact", "steps": 2, "until": 0}}, "grid": {"train.seed": [1, 2]}}`, filepath.Join(base, "a"))
@@ -206,5 +209,34 @@ func TestCollectKeepsSweepsApart(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("runs in the order\n%v\nwant\n%v", got, want)
 		}
+		if len(c.Sweeps) != 2 || c.Sweeps[0].Dir != order[0].Out || c.Sweeps[1].Label != "small ("+order[1].Out+")" {
+			t.Errorf("sweeps %+v, want small in %s and %s", c.Sweeps, order[0].Out, order[1].Out)
+		}
+		if r := c.Runs[len(c.Runs)-1]; r.Sweep != c.Sweeps[1].Label {
+			t.Errorf("run %s of sweep %q, want %q", r.Name, r.Sweep, c.Sweeps[1].Label)
+		}
+	}
+	agg := filepath.Join(base, "agg")
+	c, err := Collect([]string{a.Out, b.Out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(agg); err != nil {
+		t.Fatal(err)
+	}
+	runs, _ := os.ReadFile(filepath.Join(agg, "runs.csv"))
+	if !strings.HasPrefix(string(runs), "run,sweep,index,code,") {
+		t.Errorf("runs.csv of two sweeps starts %.40q, want a sweep column", runs)
+	}
+	copied := filepath.Join(base, "copy")
+	if err := os.CopyFS(copied, os.DirFS(a.Out)); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Collect([]string{a.Out, copied})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Sweeps) != 1 || len(c.Runs) != 2 {
+		t.Errorf("a sweep and its copy: sweeps %+v, %d runs; want one sweep of 2 runs", c.Sweeps, len(c.Runs))
 	}
 }

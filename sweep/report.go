@@ -259,17 +259,26 @@ func (c *Collection) Write(dir string) ([]string, error) {
 func (c *Collection) writeLong(b *bytes.Buffer) error {
 	w := csv.NewWriter(b)
 	cols, metrics := c.Columns(), experiment.MetricsColumns()
-	w.Write(append(append([]string{"run", "index", "code"}, cols...), metrics...))
+	first := []string{"run", "index", "code"}
+	several := len(c.Sweeps) > 1 // an index is a run's only within its sweep
+	if several {
+		first = []string{"run", "sweep", "index", "code"}
+	}
+	w.Write(append(append(first, cols...), metrics...))
 	for _, r := range c.Runs {
 		if r.Metrics == nil {
 			continue
 		}
-		head := []string{r.Name, strconv.Itoa(r.Index), ""}
-		if r.Index < 0 {
-			head[1] = ""
+		index, code := "", ""
+		if r.Index >= 0 {
+			index = strconv.Itoa(r.Index)
 		}
 		if r.Summary != nil { // the commits that trained it (experiment.Code), in order
-			head[2] = strings.Join(r.Summary.Code, " ")
+			code = strings.Join(r.Summary.Code, " ")
+		}
+		head := []string{r.Name, index, code}
+		if several {
+			head = []string{r.Name, r.Sweep, index, code}
 		}
 		for _, col := range cols {
 			head = append(head, r.Fields[col])
@@ -336,6 +345,13 @@ func (c *Collection) writeMarkdown(b *bytes.Buffer, groups []*Group, label []str
 	fmt.Fprintf(b, "# Sweep aggregate\n\n%d runs in %d groups (same configuration but for the seed). Means over seeds with 95%% Student t intervals; "+
 		"steps and wall seconds to within %g%% of the limit are over the seeds that got there; final above best is the largest relative excess "+
 		"of a run's final hitting time over its best row's (for Monte Carlo values, the excess beyond both 95%% intervals).\n\n", len(c.Runs), len(groups), Within*100)
+	if len(c.Sweeps) > 1 {
+		var names []string
+		for _, s := range c.Sweeps {
+			names = append(names, fmt.Sprintf("%s in %s", s.Name, s.Dir))
+		}
+		fmt.Fprintf(b, "The runs of %d sweeps, combined: %s. A group holds the runs of equal configuration, seed aside, of every sweep.\n\n", len(c.Sweeps), strings.Join(names, ", "))
+	}
 	b.WriteString("| " + strings.Join(label, " | ") + " | seeds | final hitting time | limit | within 5% | steps to 5% | wall s to 5% | success rate | stopped by | sampled tokens | final above best (max) |\n")
 	b.WriteString(strings.Repeat("| --- ", len(label)+10) + "|\n")
 	for _, g := range groups {

@@ -88,6 +88,7 @@ type IndexEntry struct {
 	// Config is the resolved configuration without its folder, so that a
 	// run never started still has its group in the aggregate.
 	Config json.RawMessage `json:"config"`
+	sweep  int             // Collect: which sweep listed it first
 }
 
 // WriteIndex writes the plan's index into its folder (atomically: shards

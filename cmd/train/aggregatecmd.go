@@ -14,12 +14,13 @@ func runAggregate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("aggregate")
 	out := fs.String("out", "", "folder for runs.csv, summary.csv, summary.md and the figures (default: DIR/aggregate of the first DIR)")
 	allowMissing := fs.Bool("allow-missing", false, "exit 0 even when runs are missing, incomplete or stalled (they are still named)")
+	combine := fs.Bool("combine", false, "aggregate the folders of several sweeps (sweep.json of different names) together; runs.csv then has a sweep column")
 	dirs, err := parseMixed(fs, args, stdout) // folders and flags in any order
 	if err != nil {
 		return err
 	}
 	if len(dirs) == 0 {
-		return usagef("aggregate: name the sweep folders: train aggregate DIR... [-out DIR] [-allow-missing]")
+		return usagef("aggregate: name the sweep folders: train aggregate DIR... [-out DIR] [-allow-missing] [-combine]")
 	}
 	if *out == "" {
 		*out = filepath.Join(dirs[0], "aggregate")
@@ -27,6 +28,20 @@ func runAggregate(args []string, stdout, stderr io.Writer) error {
 	c, err := sweep.Collect(dirs)
 	if err != nil {
 		return usagef("aggregate: %v", err)
+	}
+	if len(c.Sweeps) > 1 && !*combine {
+		var names []string
+		for i, s := range c.Sweeps {
+			switch {
+			case i == 0:
+				names = append(names, fmt.Sprintf("%s holds sweep %s", s.Dir, s.Name))
+			case s.Label != s.Name:
+				names = append(names, fmt.Sprintf("%s another sweep %s (other runs)", s.Dir, s.Name))
+			default:
+				names = append(names, fmt.Sprintf("%s sweep %s", s.Dir, s.Name))
+			}
+		}
+		return usagef("aggregate: %s, each numbering its runs from 0: give the folders of one sweep, or -combine to aggregate them together (runs.csv then has a sweep column)", strings.Join(names, " and "))
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return usagef("aggregate: -out %s: %v", *out, err)

@@ -449,6 +449,11 @@
 //	-out DIR               where to write (default DIR/aggregate)
 //	-allow-missing         exit 0 even if runs are missing, incomplete or stalled;
 //	                       without it they are named and the exit code is 1
+//	-combine               aggregate the folders of several sweeps (sweep.json of
+//	                       other names, or of the same name and other runs)
+//	                       together: runs.csv gets a sweep column after run, and a
+//	                       group of summary.md pools the equal configurations of
+//	                       every sweep; without it several sweeps are refused
 //
 // exit codes: 0 success, 1 failure, 2 bad input (one line naming the field),
 // 130/143 interrupted (checkpoint written).

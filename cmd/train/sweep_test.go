@@ -312,3 +312,47 @@ func TestAggregateNamesFailedRuns(t *testing.T) {
 		t.Errorf("-allow-missing: exit %d: %s", code, errs)
 	}
 }
+
+// TestAggregateTwoSweeps: the folders of two sweeps (each numbering its
+// runs from 0) are refused in one line naming both, exit 2, with nothing
+// written; with -combine runs.csv tells them apart in a sweep column.
+func TestAggregateTwoSweeps(t *testing.T) {
+	base := t.TempDir()
+	small, other := filepath.Join(base, "small"), filepath.Join(base, "other")
+	mustCLI(t, "sweep", writeSpec(t, smallSweep), "-out", small)
+	otherSpec := filepath.Join(t.TempDir(), "other.json")
+	if err := os.WriteFile(otherSpec, []byte(`{"base": {"graph": {"W": 2, "K": 2, "L": 1}, "train": {"trainer": "rlvr-exact", "steps": 20}}, "grid": {"train.seed": [3, 4]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, "sweep", otherSpec, "-out", other)
+	agg := filepath.Join(base, "agg")
+	code, out, errs := runCLI(t, "aggregate", small, other, "-out", agg)
+	want := small + " holds sweep small and " + other + " sweep other, each numbering its runs from 0: give the folders of one sweep, or -combine"
+	if code != 2 || out != "" || !contains(errs, want) || strings.Count(errs, "\n") != 1 {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 2 and one line with %q", code, out, errs, want)
+	}
+	if _, err := os.Stat(agg); err == nil {
+		t.Errorf("a refused aggregate made %s", agg)
+	}
+	mustCLI(t, "aggregate", small, other, "-out", agg, "-combine")
+	f, err := os.Open(filepath.Join(agg, "runs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil || !slices.Equal(recs[0][:4], []string{"run", "sweep", "index", "code"}) {
+		t.Fatalf("runs.csv: %v, header %v: want run, sweep, index, code first", err, recs[0])
+	}
+	runs := map[string]string{} // sweep and index -> run
+	for _, r := range recs[1:] {
+		key := r[1] + " " + r[2]
+		if run, ok := runs[key]; ok && run != r[0] {
+			t.Errorf("runs %s and %s are both run %s", run, r[0], key)
+		}
+		runs[key] = r[0]
+	}
+	if len(runs) != 6 {
+		t.Errorf("%d runs by sweep and index, want 6: %v", len(runs), runs)
+	}
+}
