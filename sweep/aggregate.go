@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -28,7 +29,7 @@ type RunData struct {
 	Config experiment.Config // resolved, without its folder
 	Fields map[string]string
 	// Summary and Metrics of a completed run; Problem says why a run does
-	// not count: missing, incomplete or stalled ("": it counts).
+	// not count: missing, incomplete, damaged or stalled ("": it counts).
 	Summary *experiment.Summary
 	Metrics *experiment.Metrics
 	Problem string
@@ -270,6 +271,10 @@ func readRun(name, dir string, expected map[string]IndexEntry) (*RunData, error)
 		return r, nil
 	}
 	s, err := ReadSummary(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		r.Problem = fmt.Sprintf("damaged: %v", err)
+		return r, nil
+	}
 	if err != nil {
 		r.Problem = "incomplete: no summary.json"
 		if ck, err := os.Stat(filepath.Join(dir, experiment.CheckpointFile)); err == nil {

@@ -63,7 +63,7 @@ func ReadSummary(dir string) (experiment.Summary, error) {
 		return s, err
 	}
 	if err := json.Unmarshal(data, &s); err != nil {
-		return s, fmt.Errorf("%s: %v", filepath.Join(dir, experiment.SummaryFile), err)
+		return s, fmt.Errorf("%s does not parse: %v", filepath.Join(dir, experiment.SummaryFile), err)
 	}
 	s.Out = dir
 	return s, nil

@@ -13,7 +13,7 @@ import (
 func runAggregate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("aggregate")
 	out := fs.String("out", "", "folder for runs.csv, summary.csv, summary.md and the figures (default: DIR/aggregate of the first DIR)")
-	allowMissing := fs.Bool("allow-missing", false, "exit 0 even when runs are missing, incomplete or stalled (they are still named)")
+	allowMissing := fs.Bool("allow-missing", false, "exit 0 even when runs are missing, incomplete, damaged or stalled (they are still named)")
 	combine := fs.Bool("combine", false, "aggregate the folders of several sweeps (sweep.json of different names) together; runs.csv then has a sweep column")
 	dirs, err := parseMixed(fs, args, stdout) // folders and flags in any order
 	if err != nil {
@@ -57,7 +57,7 @@ func runAggregate(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprint(stdout, string(md))
 	fmt.Fprintf(stdout, "\nwrote %s\n", strings.Join(files, ", "))
 	if p := c.Problems(); len(p) > 0 && !*allowMissing {
-		return fmt.Errorf("aggregate: %d of %d runs missing, incomplete or stalled: %s (run the sweep again to finish them, or -allow-missing)",
+		return fmt.Errorf("aggregate: %d of %d runs missing, incomplete, damaged or stalled: %s (run the sweep again to finish them, or -allow-missing)",
 			len(p), len(c.Runs), strings.Join(p, "; "))
 	}
 	return nil
