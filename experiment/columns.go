@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -202,15 +203,23 @@ type Metrics struct {
 }
 
 // ReadMetrics reads dir/metrics.csv (or any numeric CSV with a header, at
-// path when it ends in .csv).
+// path when it ends in .csv). A file cut short is an error naming it: one
+// whose last line has no line break, or a row with other fields than the
+// header.
 func ReadMetrics(dir string) (*Metrics, error) {
 	path := dir
 	if !strings.HasSuffix(dir, ".csv") {
-		path = dir + string(os.PathSeparator) + metricsFile
+		path = dir + string(os.PathSeparator) + MetricsFile
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	// Every line is written whole, line break included: a file that does
+	// not end in one, or a row of other fields than the header, was cut
+	// short (a copy interrupted, a full disk) and must not pass for a run.
+	if !bytes.HasSuffix(data, []byte("\n")) {
+		return nil, fmt.Errorf("%s: cut short: its last line has no line break", path)
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	m := &Metrics{Header: strings.Split(lines[0], ",")}
@@ -218,8 +227,12 @@ func ReadMetrics(dir string) (*Metrics, error) {
 		if line == "" {
 			continue
 		}
+		cells := strings.Split(line, ",")
+		if len(cells) != len(m.Header) {
+			return nil, fmt.Errorf("%s line %d: %d fields, want the header's %d", path, i+2, len(cells), len(m.Header))
+		}
 		var rec []float64
-		for _, f := range strings.Split(line, ",") {
+		for _, f := range cells {
 			v := math.NaN() // an empty cell does not apply
 			if f != "" {
 				if v, err = strconv.ParseFloat(f, 64); err != nil {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rlvr-backtrack/backtrack/tasks"
@@ -145,5 +146,39 @@ func TestExactRunHasNoBatchColumns(t *testing.T) {
 	}
 	if lr := js[len(js)-1]["lr"]; lr != 0.01 {
 		t.Errorf("lr %v, want the paper's 0.01", lr)
+	}
+}
+
+// TestReadMetricsRefusesCutFiles: a metrics file cut inside its header,
+// mid-row or inside the last row's last cell, or holding a row of other
+// fields than the header, is an error naming the file; the whole file and
+// one of a header alone read.
+func TestReadMetricsRefusesCutFiles(t *testing.T) {
+	const whole = "step,hitting_time,wall_seconds\n0,35.5,0.01\n5,31.25,0.125\n"
+	for _, c := range []struct {
+		name, text, want string
+		rows             int
+	}{
+		{"whole", whole, "", 2},
+		{"header alone", "step,hitting_time,wall_seconds\n", "", 0},
+		{"cut inside the header", whole[:12], "cut short: its last line has no line break", 0},
+		{"cut mid-row", whole[:len(whole)-8], "cut short: its last line has no line break", 0},
+		{"cut inside the last cell", whole[:len(whole)-2], "cut short: its last line has no line break", 0},
+		{"a row of fewer fields", "step,hitting_time,wall_seconds\n0,35.5\n5,31.25,0.125\n", "line 2: 2 fields, want the header's 3", 0},
+		{"a row of more fields", whole + "10,30,0.2,7\n", "line 4: 4 fields, want the header's 3", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "metrics.csv")
+			if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m, err := ReadMetrics(path)
+			switch {
+			case c.want == "" && (err != nil || len(m.Rows) != c.rows):
+				t.Errorf("got %v, want %d rows", err, c.rows)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("got %v, want an error naming %s with %q", err, path, c.want)
+			}
+		})
 	}
 }

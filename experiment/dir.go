@@ -24,7 +24,7 @@ const (
 	ConfigFile     = "config.json"
 	SummaryFile    = "summary.json"
 	JSONLFile      = "metrics.jsonl"
-	metricsFile    = "metrics.csv"
+	MetricsFile    = "metrics.csv"
 	abcdFile       = "abcd.csv"
 	vocabFile      = "vocab.txt"
 	lockFile       = ".lock"
@@ -89,7 +89,7 @@ func openFolder(dir string, cfgJSON []byte, resumeStep int, force bool, a applie
 	f := &folder{dir: dir, initialHitting: math.NaN(), applies: a}
 	var err error
 	var kept [][]string
-	if f.metrics, kept, err = reopenCSV(filepath.Join(dir, metricsFile), metricsHeader(), resumeStep); err != nil {
+	if f.metrics, kept, err = reopenCSV(filepath.Join(dir, MetricsFile), metricsHeader(), resumeStep); err != nil {
 		return nil, err
 	}
 	for _, rec := range kept {

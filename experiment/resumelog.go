@@ -37,7 +37,7 @@ func checkLogs(dir string, keep, every int, warn func(string)) error {
 	if len(want) == 0 {
 		return nil
 	}
-	csvPath, jsonPath := filepath.Join(dir, metricsFile), filepath.Join(dir, JSONLFile)
+	csvPath, jsonPath := filepath.Join(dir, MetricsFile), filepath.Join(dir, JSONLFile)
 	csvRows, err := readCSVRows(csvPath)
 	if err != nil {
 		return err
@@ -54,7 +54,7 @@ func checkLogs(dir string, keep, every int, warn func(string)) error {
 	}
 	if len(bothLack) > 0 {
 		return inputf("cannot resume %s: %s and %s both lack the metrics row of step %d%s, logged before the checkpoint's step %d: restore either file, or start the run over (-force)",
-			dir, metricsFile, JSONLFile, bothLack[0], more(len(bothLack)-1, "other"), keep)
+			dir, MetricsFile, JSONLFile, bothLack[0], more(len(bothLack)-1, "other"), keep)
 	}
 	rows := csvRows
 	if len(csvLacks) > 0 {
@@ -69,7 +69,7 @@ func checkLogs(dir string, keep, every int, warn func(string)) error {
 		rebuild    func() error
 	}{
 		{csvPath, JSONLFile, csvLacks, func() error { return writeRows(csvPath, metricsHeader(), rows) }},
-		{jsonPath, metricsFile, jsonLacks, func() error {
+		{jsonPath, MetricsFile, jsonLacks, func() error {
 			return writeRows(jsonPath, "", merged(jsonRows, csvRows, jsonLacks, csvToJSON))
 		}},
 	} {
@@ -80,7 +80,7 @@ func checkLogs(dir string, keep, every int, warn func(string)) error {
 			fix.path, len(fix.lacks), len(want), keep, fix.from)
 		if warn == nil {
 			return inputf("cannot resume %s: %s lacks %d of the %d metrics rows logged before the checkpoint's step %d; %s holds them: restore it from there",
-				dir, metricsFile, len(fix.lacks), len(want), keep, fix.from)
+				dir, MetricsFile, len(fix.lacks), len(want), keep, fix.from)
 		}
 		if err := fix.rebuild(); err != nil {
 			return err

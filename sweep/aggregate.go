@@ -272,7 +272,7 @@ func readRun(name, dir string, expected map[string]IndexEntry) (*RunData, error)
 	}
 	s, err := ReadSummary(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		r.Problem = fmt.Sprintf("damaged: %v", err)
+		r.Problem = fmt.Sprintf("damaged: %v (running the sweep again writes it again)", err)
 		return r, nil
 	}
 	if err != nil {
@@ -287,8 +287,12 @@ func readRun(name, dir string, expected map[string]IndexEntry) (*RunData, error)
 		return r, nil
 	}
 	m, err := experiment.ReadMetrics(dir)
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %v", name, err)
+	if err == nil && len(m.Rows) == 0 {
+		err = fmt.Errorf("%s has no rows", filepath.Join(dir, experiment.MetricsFile))
+	}
+	if err != nil { // the sweep skips a run with summary.json: it must go
+		r.Problem = fmt.Sprintf("damaged: %v: copy the run's folder again, or remove it and run the sweep again", err)
+		return r, nil
 	}
 	r.Summary, r.Metrics = &s, m
 	return r, nil

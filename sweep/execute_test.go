@@ -240,3 +240,31 @@ func TestCollectKeepsSweepsApart(t *testing.T) {
 		t.Errorf("a sweep and its copy: sweeps %+v, %d runs; want one sweep of 2 runs", c.Sweeps, len(c.Runs))
 	}
 }
+
+// TestCollectNamesDamagedRuns: a completed run whose metrics.csv holds its
+// header alone (cut at its line break) or whose summary.json does not
+// parse does not count, and its problem names the file.
+func TestCollectNamesDamagedRuns(t *testing.T) {
+	p := plan(t, `{"base": {"graph": {"W": 2, "K": 2, "L": 1}, "train": {"trainer": "rlvr-exact", "steps": 2, "until": 0}}, "grid": {"train.seed": [1, 2]}}`, t.TempDir())
+	if _, err := Execute(context.Background(), p, Options{Jobs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	metrics := filepath.Join(p.Runs[0].Dir, experiment.MetricsFile)
+	data, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, _, _ := strings.Cut(string(data), "\n")
+	os.WriteFile(metrics, []byte(header+"\n"), 0o644)
+	summary := filepath.Join(p.Runs[1].Dir, experiment.SummaryFile)
+	os.WriteFile(summary, []byte(`{"steps": 2,`), 0o644)
+	c, err := Collect([]string{p.Out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"damaged: " + metrics + " has no rows: copy the run's folder again, or remove it and run the sweep again", "damaged: " + summary + " does not parse: "} {
+		if got := c.Runs[i].Problem; !strings.HasPrefix(got, want) {
+			t.Errorf("run %d: problem %q, want %q", i, got, want)
+		}
+	}
+}

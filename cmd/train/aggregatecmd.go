@@ -57,7 +57,7 @@ func runAggregate(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprint(stdout, string(md))
 	fmt.Fprintf(stdout, "\nwrote %s\n", strings.Join(files, ", "))
 	if p := c.Problems(); len(p) > 0 && !*allowMissing {
-		return fmt.Errorf("aggregate: %d of %d runs missing, incomplete, damaged or stalled: %s (run the sweep again to finish them, or -allow-missing)",
+		return fmt.Errorf("aggregate: %d of %d runs missing, incomplete, damaged or stalled: %s (run the sweep again to finish the missing and incomplete ones, or -allow-missing)",
 			len(p), len(c.Runs), strings.Join(p, "; "))
 	}
 	return nil

@@ -448,8 +448,9 @@
 //	hitting_time-<graph>.png (mean over seeds with a 95% band).
 //	-out DIR               where to write (default DIR/aggregate)
 //	-allow-missing         exit 0 even if runs are missing, incomplete, damaged (a
-//	                       summary.json that does not parse) or stalled; without
-//	                       it they are named and the exit code is 1
+//	                       summary.json that does not parse, a metrics.csv cut
+//	                       short) or stalled; without it they are named and the
+//	                       exit code is 1
 //	-combine               aggregate the folders of several sweeps (sweep.json of
 //	                       other names, or of the same name and other runs)
 //	                       together: runs.csv gets a sweep column after run, and a

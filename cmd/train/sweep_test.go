@@ -280,9 +280,10 @@ func TestSweepSIGINTResumes(t *testing.T) {
 	}
 }
 
-// TestAggregateNamesFailedRuns: a run without summary.json, a stalled run
-// and one whose summary.json does not parse are named (the last with its
-// file), and aggregate exits 1 unless -allow-missing.
+// TestAggregateNamesFailedRuns: a run without summary.json, a stalled run,
+// one whose summary.json does not parse and one whose metrics.csv was cut
+// mid-row are named (the damaged ones with their file), and aggregate
+// exits 1 unless -allow-missing.
 func TestAggregateNamesFailedRuns(t *testing.T) {
 	spec := writeSpec(t, smallSweep)
 	out := filepath.Join(t.TempDir(), "sweep")
@@ -302,13 +303,18 @@ func TestAggregateNamesFailedRuns(t *testing.T) {
 	os.WriteFile(stalled, []byte(strings.Replace(string(data), `"stalled": false`, `"stalled": true`, 1)), 0o644)
 	corrupt := filepath.Join(dirs[2], "summary.json")
 	os.WriteFile(corrupt, data[:len(data)/2], 0o644)
+	cut := filepath.Join(dirs[3], "metrics.csv")
+	if data, err = os.ReadFile(cut); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(cut, data[:len(data)-20], 0o644)
 	code, stdout, errs := runCLI(t, "aggregate", out)
 	first, second := filepath.Base(dirs[0]), filepath.Base(dirs[1])
-	if code != 1 || !contains(errs, "3 of 4 runs missing, incomplete, damaged or stalled") || !contains(errs, first+"): incomplete: no summary.json") || !contains(errs, second+"): stalled at step") ||
-		!contains(errs, ": damaged: "+corrupt+" does not parse: unexpected end of JSON input") {
-		t.Errorf("exit %d, stderr %q; want 1 naming %s, %s and %s", code, errs, first, second, corrupt)
+	if code != 1 || !contains(errs, "4 of 4 runs missing, incomplete, damaged or stalled") || !contains(errs, first+"): incomplete: no summary.json") || !contains(errs, second+"): stalled at step") ||
+		!contains(errs, ": damaged: "+corrupt+" does not parse: unexpected end of JSON input") || !contains(errs, ": damaged: "+cut+": cut short") {
+		t.Errorf("exit %d, stderr %q; want 1 naming %s, %s, %s and %s", code, errs, first, second, corrupt, cut)
 	}
-	if !contains(stdout, "| 0 of 2 |") || !contains(stdout, "**3 runs do not count**") {
+	if !contains(stdout, "| 0 of 2 |") || !contains(stdout, "**4 runs do not count**") {
 		t.Errorf("summary does not show the missing seeds:\n%s", stdout)
 	}
 	// Flags and folders in any order.
