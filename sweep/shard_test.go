@@ -53,3 +53,22 @@ func TestShardFromEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestPerTask: the job files' header says how the runs are split, in
+// English ("2 array tasks", "2 completion indexes").
+func TestPerTask(t *testing.T) {
+	p := plan(t, `{"grid": {"train.seed": [1, 2, 3, 4]}}`, t.TempDir())
+	for _, c := range []struct {
+		unit  string
+		tasks int
+		want  string
+	}{
+		{"array task", 4, "one array task per run (array task i trains run i)"},
+		{"array task", 2, "2 array tasks, each a shard of the runs (array task i trains the runs whose index is i modulo 2)"},
+		{"completion index", 2, "2 completion indexes, each a shard"},
+	} {
+		if got := perTask(p, c.tasks, c.unit); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%d %s: got %q, want %q", c.tasks, c.unit, got, c.want)
+		}
+	}
+}

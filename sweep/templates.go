@@ -51,7 +51,11 @@ func perTask(p *Plan, tasks int, unit string) string {
 	if tasks == len(p.Runs) {
 		return fmt.Sprintf("one %s per run (%s i trains run i)", unit, unit)
 	}
-	return fmt.Sprintf("%d %ses, each a shard of the runs (%s i trains the runs whose index is i modulo %d)", tasks, unit, unit, tasks)
+	units := unit + "s"
+	if strings.HasSuffix(unit, "x") {
+		units = unit + "es" // completion indexes
+	}
+	return fmt.Sprintf("%d %s, each a shard of the runs (%s i trains the runs whose index is i modulo %d)", tasks, units, unit, tasks)
 }
 
 // quote makes a word safe for a shell: as it is when it is plain, else
