@@ -128,6 +128,10 @@ func Check(names []string) ([]string, error) {
 	if len(names) == 1 && names[0] == "all" {
 		return all, nil
 	}
+	if i := slices.Index(names, "all"); i >= 0 {
+		others := slices.Delete(slices.Clone(names), i, i+1)
+		return nil, fmt.Errorf("all is every entry and takes no others: give all alone, or drop it and keep %s", strings.Join(others, " "))
+	}
 	all = append(all, studies...)
 	out := make([]string, len(names))
 	for i, n := range names {

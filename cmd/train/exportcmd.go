@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/rlvr-backtrack/backtrack/checkpoints"
@@ -26,7 +27,14 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *out == "" {
+	if *out == "" { // the file goes into the run folder: name the folder given
+		if fi, err := os.Stat(dir); os.IsNotExist(err) {
+			return usagef("export: run folder %s does not exist", dir)
+		} else if err != nil {
+			return usagef("export: run folder %s: %v", dir, pathless(err))
+		} else if !fi.IsDir() {
+			return usagef("export: run folder %s is not a folder", dir)
+		}
 		*out = filepath.Join(dir, experiment.ExportFile)
 	}
 	if err := checkOutFile("export", "out", *out); err != nil {
