@@ -160,7 +160,45 @@ func ParseSpec(data []byte, name string) (*Spec, error) {
 		}
 		s.Lists = append(s.Lists, l)
 	}
+	if err := s.checkOverlaps(); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// checkOverlaps refuses two paths one run would set where one holds the
+// other (graph and graph.W): the one set last would silently win. Every
+// run takes the whole grid and one entry of each list, so the paths of two
+// entries of one list never meet.
+func (s *Spec) checkOverlaps() error {
+	type set struct {
+		source      string // the grid or a list
+		entry       int    // of the list (-1: the grid)
+		where, path string
+	}
+	var sets []set
+	for _, a := range s.Grid {
+		sets = append(sets, set{"the grid", -1, fmt.Sprintf("grid %q", a.Path), a.Path})
+	}
+	for _, l := range s.Lists {
+		label := "list"
+		if l.Name != "list" {
+			label = "lists." + l.Name
+		}
+		for i, e := range l.Entries {
+			for _, st := range e {
+				sets = append(sets, set{label, i, fmt.Sprintf("%s entry %d %q", label, i+1, st.Path), st.Path})
+			}
+		}
+	}
+	for _, a := range sets {
+		for _, b := range sets {
+			if strings.HasPrefix(b.path, a.path+".") && (a.source != b.source || a.entry == b.entry) {
+				return fmt.Errorf("%s and %s overlap: %s is part of %s, and a run would set it twice; set it in one place", a.where, b.where, b.path, a.path)
+			}
+		}
+	}
+	return nil
 }
 
 // parseList checks one list's entries; owner records which list or the

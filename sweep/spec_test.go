@@ -79,6 +79,10 @@ func TestBadSpecs(t *testing.T) {
 		{"base out", `{"base": {"out": "x"}, "grid": {"train.seed": [1]}}`, "base.out"},
 		{"path in list and grid", `{"grid": {"train.seed": [1]}, "list": [{"train.seed": 2}]}`, `list entry 1: path "train.seed" is also set in the grid`},
 		{"path in two lists", `{"lists": {"a": [{"train.seed": 1}], "b": [{"train.seed": 2}]}}`, `lists.b entry 1: path "train.seed" is also set in lists.a`},
+		{"object path and its field in the grid", `{"grid": {"graph": [{"W": 3, "K": 3, "L": 2}], "graph.W": [4]}}`, `grid "graph" and grid "graph.W" overlap: graph.W is part of graph`},
+		{"object path in the grid, its field in a list", `{"grid": {"train.optimizer.lr": [0.1]}, "list": [{"train.optimizer": {"name": "adam"}}]}`, `list entry 1 "train.optimizer" and grid "train.optimizer.lr" overlap`},
+		{"object path and its field in one entry", `{"list": [{"graph": {"W": 3, "K": 3, "L": 2}, "graph.L": 1}]}`, `list entry 1 "graph" and list entry 1 "graph.L" overlap`},
+		{"object path and its field in two lists", `{"lists": {"a": [{"train.seed": 1}, {"graph.W": 2}], "b": [{"graph": {"W": 3, "K": 3, "L": 2}}]}}`, `lists.b entry 1 "graph" and lists.a entry 2 "graph.W" overlap`},
 		{"list and lists.list", `{"list": [{"train.seed": 1}], "lists": {"list": [{"model": "bigram"}]}}`, "list and lists.list are both given"},
 		{"empty named list", `{"lists": {"a": []}}`, "lists.a is empty"},
 		{"trailing data", `{"grid": {"train.seed": [1]}} {}`, "more than one JSON value"},
@@ -145,5 +149,18 @@ func TestEachRunItsOwnDefaults(t *testing.T) {
 	s, _ = ParseSpec([]byte(`{"base": {"train": {"epochs": 3}}, "list": [{"train.trainer": "ppo"}, {"train.trainer": "sft"}]}`), "x")
 	if _, err := s.Expand(""); err == nil || !strings.Contains(err.Error(), "run 1 (train.trainer=sft): train.epochs: applies to ppo") {
 		t.Errorf("got %v, want run 1 refused for train.epochs", err)
+	}
+}
+
+// TestEntriesOfOneListMayOverlap: two entries of one list never meet in a
+// run, so one may set graph and the other graph.W.
+func TestEntriesOfOneListMayOverlap(t *testing.T) {
+	s, err := ParseSpec([]byte(`{"list": [{"graph": {"W": 3, "K": 3, "L": 2}}, {"graph.W": 2}]}`), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Expand("")
+	if err != nil || len(p.Runs) != 2 {
+		t.Fatalf("got %v, want 2 runs", err)
 	}
 }

@@ -405,7 +405,8 @@
 //	lists, combined with each other) and "out" (the sweep's folder, default
 //	runs/sweeps/<spec name>). A value for an object path ("graph") replaces the
 //	whole object; a path into a graph the base does not give sets it on the
-//	default graph. Run i is always the same run: lists outermost (sorted by
+//	default graph; a run may not set both "graph" and a path inside it
+//	("graph.W"). Run i is always the same run: lists outermost (sorted by
 //	name), then the grid's paths sorted, the last fastest, values in the spec's
 //	order. Each run is resolved like train run's config before any work; its
 //	folder is <slug>-<hash of its config.json>; sweep.json indexes them.
