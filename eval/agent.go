@@ -240,44 +240,61 @@ func (b *Buffers) join(ws []*agentWorker, n int, logp bool) {
 	if totalRows > 0 {
 		out.Rows = resize(b.batch.Rows[:cap(b.batch.Rows)], n)
 	}
-	type seg struct{ w, j int } // rollout i is worker w's j-th
-	where := make([]seg, n)
-	for k, w := range ws {
-		for j, i := range w.ids {
-			where[i] = seg{k, j}
-		}
-	}
+	where := placed(ws, n)
 	at := 0
 	for i := range n {
-		w, j := ws[where[i].w], where[i].j
-		lo := 0
-		if j > 0 {
-			lo = w.ends[j-1]
-		}
+		w, j := where(i)
+		lo, _ := w.span(j)
 		out.Starts[i] = at
 		at += w.ends[j] - lo
 	}
 	out.Starts[n] = at
 	// The copies on every core, each taking the next rollout (a serial copy
 	// was a fifteenth of a paper-size bigram PPO step).
+	eachOnCores(n, func(i int) {
+		w, j := where(i)
+		lo, rlo := w.span(j)
+		hi, rhi := w.ends[j], w.rowEnds[j]
+		copy(out.Entries[out.Starts[i]:], w.entries[lo:hi])
+		if logp {
+			copy(out.LogProbs[out.Starts[i]:], w.logp[lo:hi])
+		}
+		if out.Rows != nil {
+			out.Rows[i] = w.rows[rlo:rhi:rhi]
+		}
+	})
+}
+
+// placed returns where the workers ws put each of the n runs (rollouts or
+// walks) they drew: run i is worker w's j-th.
+func placed(ws []*agentWorker, n int) func(i int) (w *agentWorker, j int) {
+	type seg struct{ w, j int }
+	where := make([]seg, n)
+	for k, w := range ws {
+		for j, i := range w.ids {
+			where[i] = seg{k, j}
+		}
+	}
+	return func(i int) (*agentWorker, int) { return ws[where[i].w], where[i].j }
+}
+
+// span is where the worker's j-th run starts in its entries and its rows.
+func (w *agentWorker) span(j int) (lo, rlo int) {
+	if j > 0 {
+		return w.ends[j-1], w.rowEnds[j-1]
+	}
+	return 0, 0
+}
+
+// eachOnCores runs f(i) for every i < n on every core, each taking the
+// next i.
+func eachOnCores(n int, f func(i int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), n) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				w, j := ws[where[i].w], where[i].j
-				lo, rlo := 0, 0
-				if j > 0 {
-					lo, rlo = w.ends[j-1], w.rowEnds[j-1]
-				}
-				hi, rhi := w.ends[j], w.rowEnds[j]
-				copy(out.Entries[out.Starts[i]:], w.entries[lo:hi])
-				if logp {
-					copy(out.LogProbs[out.Starts[i]:], w.logp[lo:hi])
-				}
-				if out.Rows != nil {
-					out.Rows[i] = w.rows[rlo:rhi:rhi]
-				}
+				f(i)
 			}
 		})
 	}

@@ -7,8 +7,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
@@ -185,13 +183,9 @@ func (b *Buffers) eachWalk(ctx context.Context, w, n int, seed uint64, start fun
 func (b *Buffers) joinWalks(w, n int, logp bool) {
 	ws := b.workers[:min(runtime.GOMAXPROCS(0), n)]
 	out := &b.batch
-	type seg struct{ w, j int } // walk i is worker w's j-th
-	where := make([]seg, n)
+	where := placed(ws, n)
 	anyRows := false
-	for k, wk := range ws {
-		for j, i := range wk.ids {
-			where[i] = seg{k, j}
-		}
+	for _, wk := range ws {
 		anyRows = anyRows || len(wk.rows) > 0
 	}
 	m := n * w
@@ -200,11 +194,8 @@ func (b *Buffers) joinWalks(w, n int, logp bool) {
 	lens, rowLens := make([]int, m), make([]int, m)
 	at := 0
 	for i := range n {
-		wk, j := ws[where[i].w], where[i].j
-		lo, rlo := 0, 0
-		if j > 0 {
-			lo, rlo = wk.ends[j-1], wk.rowEnds[j-1]
-		}
+		wk, j := where(i)
+		lo, rlo := wk.span(j)
 		for x := range w {
 			r := i*w + x
 			out.Targets[r] = x + 1
@@ -234,28 +225,18 @@ func (b *Buffers) joinWalks(w, n int, logp bool) {
 	if anyRows {
 		out.Rows = resize(b.batch.Rows[:cap(b.batch.Rows)], m)
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), n) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				wk, j := ws[where[i].w], where[i].j
-				lo, rlo := 0, 0
-				if j > 0 {
-					lo, rlo = wk.ends[j-1], wk.rowEnds[j-1]
-				}
-				for x := range w {
-					r := i*w + x
-					copy(out.Entries[out.Starts[r]:out.Starts[r+1]], wk.entries[lo:lo+lens[r]])
-					if logp {
-						copy(out.LogProbs[out.Starts[r]:out.Starts[r+1]], wk.logp[lo:lo+lens[r]])
-					}
-					if out.Rows != nil {
-						out.Rows[r] = wk.rows[rlo : rlo+rowLens[r] : rlo+rowLens[r]]
-					}
-				}
+	eachOnCores(n, func(i int) {
+		wk, j := where(i)
+		lo, rlo := wk.span(j)
+		for x := range w {
+			r := i*w + x
+			copy(out.Entries[out.Starts[r]:out.Starts[r+1]], wk.entries[lo:lo+lens[r]])
+			if logp {
+				copy(out.LogProbs[out.Starts[r]:out.Starts[r+1]], wk.logp[lo:lo+lens[r]])
 			}
-		})
-	}
-	wg.Wait()
+			if out.Rows != nil {
+				out.Rows[r] = wk.rows[rlo : rlo+rowLens[r] : rlo+rowLens[r]]
+			}
+		}
+	})
 }

@@ -21,27 +21,7 @@ import (
 // leans towards the desired moves, so its hitting time is small and
 // 20,000 rollouts take a fraction of a second.
 func TestSampledGradientMatchesExact(t *testing.T) {
-	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
-	logits := randomLogits(g, 5)
-	for s := range g.States {
-		lo, hi := g.DesiredRange(s)
-		for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {
-			logits[i] *= 0.5
-			if a := g.Next[i]; g.Trained(s) && a >= lo && a < hi {
-				logits[i] += 1.5
-			}
-		}
-	}
-	tr, err := New(DefaultConfig(), g, Setup{Init: logits})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	bg := tr.l.(*bigram)
-	if err := bg.advantages(); err != nil { // exact: dH/dtheta = pi A with the trainer's centred A, its constants
-		t.Fatal(err)
-	}
-	probs := bg.model.Probs()
+	g, tr, bg, probs := leaningBigram(t)
 	const beta, n = 0.01, 20000
 	exact := exactGradient(bg, beta)
 	sp, _ := eval.NewSampler(g, probs)
@@ -68,12 +48,7 @@ func TestSampledGradientMatchesExact(t *testing.T) {
 		}
 		states, last := b.States(g)
 		for _, baseline := range c.baselines {
-			var adv []float64
-			if baseline == "exact" {
-				adv = exactAdvantages(lens, b.Hit, states, last, b.Targets, values, g.NumStates(), beta, nil)
-			} else {
-				adv = tokenAdvantages(lens, b.Hit, states, g.NumStates(), b.Targets, g.W(), beta, baseline, forkStates(g), false, nil)
-			}
+			adv := batchAdvantages(g, b, lens, states, last, values, beta, baseline)
 			cos, ratio := alongExact(tr, reinforceEstimate(g, probs, adv, b.Entries, states, n), exact)
 			t.Logf("baseline %s, horizon %d: cosine(estimate, exact) = %.4f, |estimate|/|exact| = %.3f", baseline, c.horizon, cos, ratio)
 			switch {
@@ -85,6 +60,46 @@ func TestSampledGradientMatchesExact(t *testing.T) {
 			}
 		}
 	}
+}
+
+// batchAdvantages are a batch's advantages under baseline: exact (from
+// the exact values), or the trainer's returns and baselines, not
+// normalised.
+func batchAdvantages(g *tasks.Graph, b *eval.Batch, lens []int, states, last []int32, values []float64, beta float64, baseline string) []float64 {
+	if baseline == "exact" {
+		return exactAdvantages(lens, b.Hit, states, last, b.Targets, values, g.NumStates(), beta, nil)
+	}
+	return tokenAdvantages(lens, b.Hit, states, g.NumStates(), b.Targets, g.W(), beta, baseline, forkStates(g), false, nil)
+}
+
+// leaningBigram is the sampled-gradient tests' trainer on W=3, K=2, L=2:
+// a bigram whose policy leans towards the desired moves (so its hitting
+// time is small and many rollouts are cheap), its exact analysis done
+// (bg.advantages: dH/dtheta = pi A with the trainer's centred A, its
+// constants), and its policy.
+func leaningBigram(t *testing.T) (*tasks.Graph, *Trainer, *bigram, []float64) {
+	t.Helper()
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	logits := randomLogits(g, 5)
+	for s := range g.States {
+		lo, hi := g.DesiredRange(s)
+		for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {
+			logits[i] *= 0.5
+			if a := g.Next[i]; g.Trained(s) && a >= lo && a < hi {
+				logits[i] += 1.5
+			}
+		}
+	}
+	tr, err := New(DefaultConfig(), g, Setup{Init: logits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	bg := tr.l.(*bigram)
+	if err := bg.advantages(); err != nil {
+		t.Fatal(err)
+	}
+	return g, tr, bg, bg.model.Probs()
 }
 
 // exactGradient is -beta dH_f/dTheta per transition (CSR order; 0 on the
@@ -138,27 +153,7 @@ func alongExact(tr *Trainer, est, exact []float64) (cos, ratio float64) {
 // the rollouts': with W=3 a walk to every leaf is not much shorter than
 // three rollouts; at the paper's W=15 it is about a fifth).
 func TestHindsightGradientMatchesExact(t *testing.T) {
-	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
-	logits := randomLogits(g, 5)
-	for s := range g.States {
-		lo, hi := g.DesiredRange(s)
-		for i := g.Offsets[s]; i < g.Offsets[s+1]; i++ {
-			logits[i] *= 0.5
-			if a := g.Next[i]; g.Trained(s) && a >= lo && a < hi {
-				logits[i] += 1.5
-			}
-		}
-	}
-	tr, err := New(DefaultConfig(), g, Setup{Init: logits})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	bg := tr.l.(*bigram)
-	if err := bg.advantages(); err != nil {
-		t.Fatal(err)
-	}
-	probs := bg.model.Probs()
+	g, tr, bg, probs := leaningBigram(t)
 	const beta, walks = 0.01, 7000
 	exact := exactGradient(bg, beta)
 	sp, _ := eval.NewSampler(g, probs)
@@ -181,12 +176,7 @@ func TestHindsightGradientMatchesExact(t *testing.T) {
 	}
 	states, last := b.States(g)
 	for _, baseline := range []string{"exact", "fork", "state-target", "state", "batch"} {
-		var adv []float64
-		if baseline == "exact" {
-			adv = exactAdvantages(lens, b.Hit, states, last, b.Targets, values, g.NumStates(), beta, nil)
-		} else {
-			adv = tokenAdvantages(lens, b.Hit, states, g.NumStates(), b.Targets, g.W(), beta, baseline, forkStates(g), false, nil)
-		}
+		adv := batchAdvantages(g, b, lens, states, last, values, beta, baseline)
 		cos, ratio := alongExact(tr, reinforceEstimate(g, probs, adv, b.Entries, states, n), exact)
 		t.Logf("baseline %s: cosine(estimate, exact) = %.4f, |estimate|/|exact| = %.3f", baseline, cos, ratio)
 		if cos < 0.95 || ratio < 0.9 || ratio > 1.15 {
