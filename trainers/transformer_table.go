@@ -89,6 +89,29 @@ func (l *transformer) newTableData(bt *batchTokens, mini [][]int, adv, div []flo
 // walk's rollouts in the minibatch that hold them (walkSums). The sums
 // are taken in rollout order, so they do not depend on the cores.
 func (l *transformer) walkTableTokens(ab *eval.AgentBatch, states []int32, rs []int, mb, m int, adv, div []float64) tableTokens {
+	out, _ := l.walkSumsOf(ab, states, rs, adv, div)
+	n := len(out.tokens)
+	if k := l.opts.TableTokens / m; l.opts.TableTokens > 0 && n > k {
+		rng := rand.New(rand.NewPCG(l.t.stepSeed()^0x13198a2e03707344, uint64(mb)))
+		pick := rng.Perm(n)[:k]
+		slices.Sort(pick)
+		sub := tableTokens{tokens: make([]int32, k), scale: float64(n) / float64(k), sums: &walkSums{pos: make([]float64, k), neg: make([]float64, k), share: make([]float64, k)}}
+		for j, p := range pick {
+			sub.tokens[j] = out.tokens[p]
+			sub.sums.pos[j], sub.sums.neg[j], sub.sums.share[j] = out.sums.pos[p], out.sums.neg[p], out.sums.share[p]
+		}
+		out = sub
+	}
+	return out
+}
+
+// walkSumsOf is, for a minibatch's rollouts rs of a batch of walks, each
+// walk's tokens at trained states once, from the longest of its rollouts
+// in the minibatch (returned, one per walk, in order), with the sums of
+// their terms over the walk's rollouts in the minibatch that hold them
+// (walkSums). The sums are taken in rollout order, so they do not depend
+// on the cores.
+func (l *transformer) walkSumsOf(ab *eval.AgentBatch, states []int32, rs []int, adv, div []float64) (tableTokens, []int) {
 	w := ab.Walk()
 	var groups [][]int // the minibatch's rollouts by walk, in order
 	for k, r := range rs {
@@ -145,18 +168,7 @@ func (l *transformer) walkTableTokens(ab *eval.AgentBatch, states []int32, rs []
 			}
 		}
 	})
-	if k := l.opts.TableTokens / m; l.opts.TableTokens > 0 && n > k {
-		rng := rand.New(rand.NewPCG(l.t.stepSeed()^0x13198a2e03707344, uint64(mb)))
-		pick := rng.Perm(n)[:k]
-		slices.Sort(pick)
-		sub := tableTokens{tokens: make([]int32, k), scale: float64(n) / float64(k), sums: &walkSums{pos: make([]float64, k), neg: make([]float64, k), share: make([]float64, k)}}
-		for j, p := range pick {
-			sub.tokens[j] = out.tokens[p]
-			sub.sums.pos[j], sub.sums.neg[j], sub.sums.share[j] = out.sums.pos[p], out.sums.neg[p], out.sums.share[p]
-		}
-		out = sub
-	}
-	return out
+	return out, long
 }
 
 func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []int, mb, m int) tableTokens {

@@ -469,3 +469,45 @@ func TestHindsightRowsHaveIntervals(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkWindowsSumRollouts: with hindsight targets the windows pass
+// trains each walk's windows once, on the sums of its rollouts' terms
+// (sumWalkWindows); with every window trained (no budget), a PPO step
+// (2 epochs of 2 minibatches, clipped after the first) leaves every
+// parameter where the pass over every rollout's windows leaves it, to
+// rounding.
+func TestWalkWindowsSumRollouts(t *testing.T) {
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	step := func(summed bool) [][]float64 {
+		defer func(v bool) { sumWalkWindows = v }(sumWalkWindows)
+		sumWalkWindows = summed
+		cfg := Defaults(PPO, TransformerModel)
+		cfg.Rollouts, cfg.Hindsight = 12, true
+		cfg.Optim = solvers.Config{Name: "sgd", LR: 0.5}
+		opts := DefaultTransformerOptions(PPO)
+		opts.Dim, opts.TrainTokens, opts.TableLR, opts.EvalRollouts = 16, 0, 0.5, 50
+		tr := newTrainer(t, cfg, opts, g, nil)
+		for range 3 {
+			if _, err := tr.measure(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Step(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return tr.l.(*transformer).tr.ParamValues()
+	}
+	got, want := step(true), step(false)
+	moved := false
+	for i := range want {
+		for k := range want[i] {
+			if math.Abs(got[i][k]-want[i][k]) > 1e-9*(1+math.Abs(want[i][k])) {
+				t.Fatalf("parameter %d[%d]: %v by walk, %v by rollout", i, k, got[i][k], want[i][k])
+			}
+			moved = moved || want[i][k] != 0
+		}
+	}
+	if !moved {
+		t.Fatal("no parameter moved")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/rlvr-backtrack/backtrack/eval"
@@ -28,6 +29,15 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 	}
 	trained := 0 // positions of the windows trained, over the epochs
 	bt := l.batchTokens(ab, states)
+	// With hindsight targets, the windows pass trains each walk's windows
+	// once (sumWalkWindows), as the table pass does its tokens.
+	var walks []walkWindows
+	if ab.Walk() > 0 && sumWalkWindows {
+		for _, rs := range mini {
+			sums, long := l.walkSumsOf(ab, states, rs, adv, div)
+			walks = append(walks, walkWindows{sums: sums, long: long})
+		}
+	}
 	var tab *tableData
 	if l.table != nil {
 		tab = l.newTableData(bt, mini, adv, div)
@@ -59,20 +69,28 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 					pending = besideWindows(func() error { return l.accumulateTable(tab, next, adv, div) })
 				}
 			}
+			seqsOf, fill := rs, func(c *consts, pos, seq, item int, weight float64) {
+				l.setSampled(c, pos, seq, item, weight, bt.logp(seq, item), ab, adv, div)
+			}
+			if walks != nil { // each walk's windows once, on the sums of its rollouts' terms
+				ws := walks[mb]
+				seqsOf = ws.long
+				fill = func(c *consts, pos, seq, item int, weight float64) {
+					j, _ := slices.BinarySearch(ws.sums.tokens, int32(item))
+					l.setSummed(c, pos, item, weight*ws.sums.scale, bt.logp(seq, item), ab, ws.sums.sums, j)
+				}
+			}
 			var lensOf []int
-			for _, i := range rs {
+			for _, i := range seqsOf {
 				lensOf = append(lensOf, seqs.len(i))
 			}
 			wins := cutWindows(lensOf, l.opts.Stride, l.opts.Context)
 			for k := range wins {
-				wins[k].seq = rs[wins[k].seq]
+				wins[k].seq = seqsOf[wins[k].seq]
 			}
 			wins = l.budget(wins, m, epoch, mb)
 			for _, w := range wins {
 				trained += w.to - w.train
-			}
-			fill := func(c *consts, pos, seq, item int, weight float64) {
-				l.setSampled(c, pos, seq, item, weight, bt.logp(seq, item), ab, adv, div)
 			}
 			r := region("windows pass")
 			_, err := l.trainWindows(seqs, ab.Starts, wins, fill)
@@ -106,6 +124,19 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 	}
 	return ratioStats{trained: trained, gradNorm: norm, later: later}, nil
 }
+
+// walkWindows are a minibatch's walks as the windows pass trains them:
+// each walk's longest rollout in the minibatch, and the sums of the terms
+// of its tokens at trained states over the walk's rollouts (walkSumsOf).
+type walkWindows struct {
+	sums tableTokens
+	long []int
+}
+
+// sumWalkWindows is whether the windows pass trains a batch of walks by
+// walk (on summed terms) rather than rollout by rollout; a variable so
+// that a test can compare the two.
+var sumWalkWindows = true
 
 // tablesBesideWindows is whether update sums the next minibatch's table
 // gradient beside the windows pass (otherwise after it); a variable so
