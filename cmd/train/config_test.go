@@ -261,8 +261,13 @@ func TestNotApplicableNeverRecorded(t *testing.T) {
 
 // TestIntegersAreDecimal: an integer flag is read in decimal only, as
 // -branches reads its counts: -W 010 is ten, -W 0x4 and 1_000 are refused
-// with one line, for train run and the other commands alike.
+// with one line, for train run and the other commands alike (sample's
+// -n 010 draws ten rollouts).
 func TestIntegersAreDecimal(t *testing.T) {
+	trained := filepath.Join(t.TempDir(), "trained")
+	if code, _, errs := runCLI(t, "run", "-W", "3", "-K", "3", "-L", "2", "-steps", "1", "-out", trained); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
 	interruptAtStart = true
 	defer func() { interruptAtStart = false }()
 	dir := filepath.Join(t.TempDir(), "run")
@@ -275,16 +280,70 @@ func TestIntegersAreDecimal(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "-W", "0x4"}, {"run", "-steps", "1_000"}, {"run", "-seed", "0o7"}, {"run", "-lr", "0x1p-4"}, {"run", "-until", "NaN"},
 		{"eval", "-W", "0x4"}, {"eval", "-mc", "0b11"}, {"run", "-branches", "0x2,3"},
+		{"sample", trained, "-n", "0x2"}, {"sample", trained, "-n", "1_0"}, {"sample", trained, "-seed", "0x10"},
+		{"sample", trained, "-horizon", "0o7"}, {"sample", trained, "-target", "0x1"}, {"sample", trained, "-max-bytes", "1_000_000_000"},
+		{"export", trained, "-max-bytes", "0x100000"},
 	} {
 		code, _, errs := runCLI(t, args...)
 		if code != 2 || !oneLine(errs) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", args, code, errs)
+		}
+		if args[0] == "sample" || args[0] == "export" {
+			if !strings.Contains(errs, "want a decimal integer") {
+				t.Errorf("%v: stderr %q; want a decimal integer", args, errs)
+			}
 		}
 	}
 	code, out, _ := runCLI(t, "eval", "-W", "010", "-K", "1", "-L", "1", "-json")
 	var ev map[string]any
 	if json.Unmarshal([]byte(out), &ev) != nil || code != 0 || len(ev["per_target"].([]any)) != 10 {
 		t.Errorf("eval -W 010: exit %d, want 10 targets", code)
+	}
+	rep := sampleJSON(t, trained, "-n", "010", "-horizon", "010")
+	if len(rep.Rollouts) != 10 || rep.Horizon != 10 {
+		t.Errorf("sample -n 010 -horizon 010: got %d rollouts, horizon %d; want 10 and 10", len(rep.Rollouts), rep.Horizon)
+	}
+}
+
+// TestEveryIntegerFlagIsDecimal walks the flags of every subcommand (the
+// ones the unknown-subcommand message lists) as its -h prints them: the
+// flag package's own integer and number flags, shown as int, uint, float
+// or duration, read Go literals (010 is eight, 0x4 is four), so each flag
+// must be a string, a switch, or one of ours (shown as value: decimal,
+// valueKind).
+func TestEveryIntegerFlagIsDecimal(t *testing.T) {
+	_, _, errs := runCLI(t, "no-such-subcommand")
+	_, list, _ := strings.Cut(errs, ": want ")
+	list, _, ok := strings.Cut(list, " (")
+	if !ok {
+		t.Fatalf("no subcommand list in %q", errs)
+	}
+	subs := strings.FieldsFunc(strings.ReplaceAll(list, " or ", ","), func(r rune) bool { return r == ',' || r == ' ' })
+	if !slices.Contains(subs, "sample") || !slices.Contains(subs, "export") {
+		t.Fatalf("subcommands %q from %q: want sample and export among them", subs, errs)
+	}
+	for _, sub := range subs {
+		if sub == "help" {
+			continue
+		}
+		code, out, errs := runCLI(t, sub, "-h")
+		if code != 0 {
+			t.Fatalf("%s -h: exit %d: %s", sub, code, errs)
+		}
+		n := 0
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line)
+			if !strings.HasPrefix(line, "  -") || len(f) > 2 {
+				continue
+			}
+			n++
+			if len(f) == 2 && f[1] != "string" && f[1] != "value" {
+				t.Errorf("%s %s: shown as %s, a flag of the flag package, which reads 0x4 and 1_000; want it decimal (decimalFlags)", sub, f[0], f[1])
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s -h lists no flags:\n%s", sub, out)
+		}
 	}
 }
 

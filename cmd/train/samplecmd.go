@@ -322,8 +322,10 @@ func (j *jsonSample) end() error {
 }
 
 // parseDir parses a subcommand's flags around one run folder argument
-// (before, between or after the flags).
+// (before, between or after the flags). Integer flags are decimal
+// (decimalFlags), as for parseFlags.
 func parseDir(fs *flag.FlagSet, args []string, stdout io.Writer) (string, error) {
+	decimalFlags(fs)
 	dir := ""
 	for {
 		if err := fs.Parse(args); err != nil {
