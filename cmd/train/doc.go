@@ -352,8 +352,11 @@
 //	                       whose probabilities depend on the rollout: train sample
 //	                       -probs)
 //	-mc N                  also run N seeded Monte Carlo rollouts (refused without
-//	                       -horizon when they would take hours)
-//	-horizon H             Monte Carlo horizon in transitions (0: none)
+//	                       -horizon when they would take hours; 0: none, which a
+//	                       transformer -checkpoint, measured by Monte Carlo only,
+//	                       refuses)
+//	-horizon H             Monte Carlo horizon in transitions (0: none, which a
+//	                       transformer -checkpoint refuses: its rollouts need a limit)
 //	-seed S                Monte Carlo seed (default 1)
 //	-search-agent          with -mc: the rollouts are the Corollary's search agent's,
 //	                       which refuses any edge state already used in the rollout

@@ -53,8 +53,8 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	gf.register(fs, tasks.DefaultConfig())
 	policy := fs.String("policy", "pretrained", "policy to analyse: "+strings.Join(eval.PolicyNames, ", "))
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
-	mc := fs.Int("mc", 0, "also run N Monte Carlo rollouts (0: none)")
-	horizon := fs.Int("horizon", 0, "Monte Carlo horizon in transitions (0: none)")
+	mc := fs.Int("mc", 0, "also run N Monte Carlo rollouts (0: none; a transformer -checkpoint, measured by Monte Carlo only, takes >= 2, default the run's -eval-rollouts)")
+	horizon := fs.Int("horizon", 0, "Monte Carlo horizon in transitions (0: none; a transformer -checkpoint takes >= 1, default the run's)")
 	seed := fs.Uint64("seed", 1, "Monte Carlo seed")
 	search := fs.Bool("search-agent", false, "with -mc: the rollouts are the Corollary's search agent's (never re-enters a used edge state; each refusal costs a step)")
 	ckpt := fs.String("checkpoint", "", "evaluate the model checkpointed in this run folder (its graph and setting come from the checkpoint)")
@@ -103,7 +103,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			if *showProbs {
 				return usagef("eval: -probs: %s holds a transformer, whose probabilities depend on the whole rollout: see train sample %s -probs", *ckpt, *ckpt)
 			}
-			return evalTransformer(c, agentEval{n: *mc, horizon: *horizon, seed: *seed, search: *search, json: *asJSON}, stdout, stderr)
+			return evalTransformer(c, agentEval{n: *mc, horizon: *horizon, seed: *seed, search: *search, json: *asJSON, nSet: set["mc"], horizonSet: set["horizon"]}, stdout, stderr)
 		}
 		g, probs, *trainSource = c.Graph, c.Probs, c.Config.Train.TrainSource
 		*policy = "checkpoint " + *ckpt

@@ -19,6 +19,9 @@ type agentEval struct {
 	seed       uint64
 	search     bool
 	json       bool
+	// nSet and horizonSet say whether -mc and -horizon were given: only
+	// when not are they the run's own.
+	nSet, horizonSet bool
 }
 
 // attentionRollouts is the number of rollouts behind an attention summary
@@ -44,18 +47,27 @@ type transformerReport struct {
 
 // evalTransformer estimates a transformer's hitting time by Monte Carlo
 // (the run's number of evaluation rollouts and horizon unless -mc and
-// -horizon say otherwise) and summarises its attention.
+// -horizon say otherwise) and summarises its attention. Monte Carlo is its
+// only measure and its rollouts need a limit, so -mc 0 and -horizon 0 (a
+// Markov policy's none) are refused.
 func evalTransformer(c *experiment.Checkpointed, o agentEval, w, stderr io.Writer) error {
 	if o.search {
 		return usagef("eval: -search-agent: the search agent samples a Markov policy's table; %s holds a transformer (drop -search-agent)", c.Dir)
 	}
-	if o.n == 0 {
-		o.n = trainers.DefaultTransformerOptions(c.Config.Train.Trainer).EvalRollouts
-		if t := c.Config.Transformer; t != nil {
-			o.n = t.EvalRollouts
-		}
+	n := trainers.DefaultTransformerOptions(c.Config.Train.Trainer).EvalRollouts
+	if t := c.Config.Transformer; t != nil {
+		n = t.EvalRollouts
 	}
-	if o.horizon == 0 {
+	if o.nSet && o.n == 0 {
+		return usagef("eval: -mc 0: %s holds a transformer, measured by Monte Carlo only: want at least 2 rollouts (default: the run's %d)", c.Dir, n)
+	}
+	if o.horizonSet && o.horizon == 0 {
+		return usagef("eval: -horizon 0: %s holds a transformer, whose rollouts need a limit: want >= 1 (default: the run's %d)", c.Dir, c.Trainer.Horizon())
+	}
+	if !o.nSet {
+		o.n = n
+	}
+	if !o.horizonSet {
 		o.horizon = c.Trainer.Horizon()
 	}
 	g := c.Graph

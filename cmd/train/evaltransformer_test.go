@@ -17,7 +17,8 @@ import (
 // estimate's 95% interval holds it (3 half-widths of slack). The JSON has
 // the bigram's Monte Carlo keys and the attention; the same seed gives the
 // same numbers; -search-agent and -probs (a Markov
-// policy's) are refused. The run and eval each write the
+// policy's) are refused, as are -mc 0 and -horizon 0 (a Markov policy's
+// none). The run and eval each write the
 // attention heat map, eval only when no run holds the folder.
 func TestEvalTransformerCheckpoint(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tf")
@@ -81,6 +82,15 @@ func TestEvalTransformerCheckpoint(t *testing.T) {
 		code, _, errs = runCLI(t, "eval", "-checkpoint", dir, "-mc", "10", flag)
 		if code != 2 || !strings.Contains(errs, "holds a transformer") {
 			t.Errorf("%s: exit %d, stderr %q; want 2, refused", flag, code, errs)
+		}
+	}
+	// A given 0 is a Markov policy's none, which a transformer cannot take:
+	// refused, not replaced by the run's own number or horizon.
+	for _, args := range [][]string{{"-mc", "0"}, {"-horizon", "0"}, {"-mc", "300", "-horizon", "0"}} {
+		code, out, errs = runCLI(t, append([]string{"eval", "-checkpoint", dir}, args...)...)
+		want := "eval: " + args[len(args)-2] + " 0: " + dir + " holds a transformer"
+		if code != 2 || !oneLine(errs) || !strings.Contains(errs, want) || out != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, %q and no output", args, code, out, errs, want)
 		}
 	}
 }
