@@ -165,11 +165,21 @@ func (e *NotApplicable) Error() string {
 	return fmt.Sprintf("%s: applies to %s; this run is %s: leave it out", e.Path, e.To, e.Run)
 }
 
+// Empty refuses a given field that is empty where empty means the
+// default (out, init): the value given would be replaced by it.
+type Empty struct {
+	Path string // the field's path
+	Want string // what it takes, and what leaving it out gives
+}
+
+func (e *Empty) Error() string { return fmt.Sprintf("%s \"\": want %s", e.Path, e.Want) }
+
 // Resolve is the configuration the user gave: the defaults of its model
 // and trainer (Defaults), the given values decoded on top, then checked.
 // A value given is used exactly: a given field that does not apply to the
 // run (trainers.Fields) is refused even as zero (a *NotApplicable in the
-// InputError), every other is validated as it is (Config.Resolve).
+// InputError), as is a given empty out or init (an *Empty), every other is
+// validated as it is (Config.Resolve).
 // Defaults that depend on a given value follow it: an optimizer named
 // without a lr takes its default rate for the trainer
 // (trainers.DefaultOptim), init identity without a dim its width 0 (the
@@ -203,6 +213,14 @@ func (g *Given) Resolve() (Config, error) {
 	}
 	if err := decodeOver(data, &c); err != nil {
 		return c, err
+	}
+	for _, f := range []struct{ path, value, want string }{
+		{"out", c.Out, "a run folder (leave it out for runs/<trainer>-<graph>-seed<seed>)"},
+		{"init", c.Init, "a run folder holding a bigram checkpoint (leave it out for the pretrained world model)"},
+	} {
+		if g.Has(f.path) && f.value == "" {
+			return c, &InputError{&Empty{Path: f.path, Want: f.want}}
+		}
 	}
 	ch := c.Choice()
 	for _, p := range g.leaves() {

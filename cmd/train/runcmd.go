@@ -78,6 +78,15 @@ func parseRun(args []string, stdout io.Writer) (runArgs, error) {
 			}
 			return a, usagef("run: %v", na)
 		}
+		var empty *experiment.Empty
+		if errors.As(err, &empty) {
+			if name := flagFor(empty.Path); set[name] {
+				empty.Path = "-" + name
+			} else if set["config"] {
+				return a, usagef("run: -config %s: %v", *config, empty)
+			}
+			return a, usagef("run: %v", empty)
+		}
 		return a, usagef("run: %v", err)
 	}
 	a.cfg = cfg
