@@ -19,6 +19,9 @@ func runAggregate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseEmpty(fs, map[string]string{"out": "a folder (leave it out for DIR/aggregate of the first DIR)"}); err != nil {
+		return err
+	}
 	if len(dirs) == 0 {
 		return usagef("aggregate: name the sweep folders: train aggregate DIR... [-out DIR] [-allow-missing] [-combine]")
 	}

@@ -254,6 +254,57 @@ func TestEmptyIsRefusedNotDefault(t *testing.T) {
 	}
 }
 
+// TestEveryStringFlagRefusesEmpty walks the string flags of every
+// subcommand as -h shows them, and train run's text fields (runFlags) on a
+// run they apply to: each given "" is refused with one line and exit 2,
+// naming it, before anything is written. -lr-decay "" is a schedule
+// (constant), as -h says.
+func TestEveryStringFlagRefusesEmpty(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	// Arguments besides the flag, refused later when it is not: the test
+	// runs nothing long.
+	around := map[string][]string{
+		"eval": {"-W", "2", "-K", "2", "-L", "2"}, "sample": {"nope"}, "export": {"nope"}, "aggregate": {"nope"},
+		"sweep": {"nope.json"}, "reproduce": {"nope"}, "run": {"-W", "2", "-K", "2", "-L", "2", "-steps", "1"},
+	}
+	n := 0
+	for sub, flags := range shownFlags(t) {
+		for name, kind := range flags {
+			if kind != "string" {
+				continue
+			}
+			n++
+			args := append(append([]string{sub}, around[sub]...), "-"+name, "")
+			code, out, errs := runCLI(t, args...)
+			if want := sub + ": -" + name + ` "": want `; code != 2 || !oneLine(errs) || !strings.Contains(errs, want) || out != "" {
+				t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and one line with %q", args, code, out, errs, want)
+			}
+		}
+	}
+	if n < 15 {
+		t.Errorf("%d string flags shown, want at least 15 (run, eval, export, reproduce, sweep, aggregate)", n)
+	}
+	for _, f := range runFlags {
+		if f.kind != stringValue || f.name == "lr-decay" {
+			continue
+		}
+		args := append([]string{"run"}, contextFor(t, f.name, f.path)...)
+		if f.name == "branches" { // exclusive with the context's -W -K -L
+			args = []string{"run", "-steps", "1"}
+		}
+		args = append(args, "-out", "x", "-"+f.name, "")
+		code, out, errs := runCLI(t, args...)
+		field := f.path[strings.LastIndex(f.path, ".")+1:]
+		if code != 2 || !oneLine(errs) || !strings.Contains(errs, f.name) && !strings.Contains(errs, field+` ""`) || out != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and one line naming -%s", args, code, out, errs, f.name)
+		}
+	}
+	if left, _ := os.ReadDir("."); len(left) != 0 {
+		t.Errorf("the refused commands left %v", left)
+	}
+}
+
 // TestNotApplicableNeverRecorded: config.json records only the fields that
 // apply to the run: no epochs or rollouts for sft on the bigram, no
 // transformer options for the bigram, no Adam constants for sign descent;
@@ -343,6 +394,21 @@ func TestIntegersAreDecimal(t *testing.T) {
 // must be a string, a switch, or one of ours (shown as value: decimal,
 // valueKind).
 func TestEveryIntegerFlagIsDecimal(t *testing.T) {
+	for sub, flags := range shownFlags(t) {
+		for name, kind := range flags {
+			if kind != "" && kind != "string" && kind != "value" {
+				t.Errorf("%s -%s: shown as %s, a flag of the flag package, which reads 0x4 and 1_000; want it decimal (decimalFlags)", sub, name, kind)
+			}
+		}
+	}
+}
+
+// shownFlags is every subcommand's flags (the subcommands the
+// unknown-subcommand message lists, but help) with their kinds as -h shows
+// them: "" for a switch, string, value for ours (decimal, pathValue), or
+// the flag package's int, uint, float, duration.
+func shownFlags(t *testing.T) map[string]map[string]string {
+	t.Helper()
 	_, _, errs := runCLI(t, "no-such-subcommand")
 	_, list, _ := strings.Cut(errs, ": want ")
 	list, _, ok := strings.Cut(list, " (")
@@ -353,6 +419,7 @@ func TestEveryIntegerFlagIsDecimal(t *testing.T) {
 	if !slices.Contains(subs, "sample") || !slices.Contains(subs, "export") {
 		t.Fatalf("subcommands %q from %q: want sample and export among them", subs, errs)
 	}
+	all := map[string]map[string]string{}
 	for _, sub := range subs {
 		if sub == "help" {
 			continue
@@ -361,21 +428,19 @@ func TestEveryIntegerFlagIsDecimal(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s -h: exit %d: %s", sub, code, errs)
 		}
-		n := 0
+		all[sub] = map[string]string{}
 		for _, line := range strings.Split(out, "\n") {
 			f := strings.Fields(line)
 			if !strings.HasPrefix(line, "  -") || len(f) > 2 {
 				continue
 			}
-			n++
-			if len(f) == 2 && f[1] != "string" && f[1] != "value" {
-				t.Errorf("%s %s: shown as %s, a flag of the flag package, which reads 0x4 and 1_000; want it decimal (decimalFlags)", sub, f[0], f[1])
-			}
+			all[sub][f[0][1:]] = strings.Join(f[1:], "")
 		}
-		if n == 0 {
+		if len(all[sub]) == 0 {
 			t.Errorf("%s -h lists no flags:\n%s", sub, out)
 		}
 	}
+	return all
 }
 
 // TestResumeHintWorks: the README's train run -resume DIR -steps N on a run

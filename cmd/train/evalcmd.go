@@ -64,6 +64,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseEmpty(fs, map[string]string{"checkpoint": "a run folder (leave it out to analyse -policy)"}); err != nil {
+		return err
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *ckpt != "" && (set["W"] || set["K"] || set["L"] || set["branches"] || set["policy"] || set["train-source"]) {

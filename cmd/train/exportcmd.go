@@ -23,6 +23,9 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseEmpty(fs, map[string]string{"out": "an .npz file (leave it out for DIR/" + experiment.ExportFile + ")"}); err != nil {
+		return err
+	}
 	budget, err := resolveBudget(fs, *maxBytes)
 	if err != nil {
 		return err

@@ -111,6 +111,20 @@ func (d decimal) String() string {
 	return d.Getter.String()
 }
 
+// refuseEmpty refuses the string flags of fs named in want when given
+// empty (-out ""): the flag package takes "", which for these flags is the
+// default, so the value given would be replaced by it. want says what each
+// flag takes.
+func refuseEmpty(fs *flag.FlagSet, want map[string]string) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) { // lexical order: the message is deterministic
+		if w, ok := want[f.Name]; ok && err == nil && f.Value.String() == "" {
+			err = usagef("%s: -%s \"\": want %s", fs.Name(), f.Name, w)
+		}
+	})
+	return err
+}
+
 // graphFlags are the world-graph flags shared by the subcommands.
 type graphFlags struct {
 	w, k, l  int

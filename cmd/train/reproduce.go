@@ -24,6 +24,13 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	err = refuseEmpty(fs, map[string]string{
+		"out":  "a folder (leave it out for " + filepath.Join("runs", "reproduce") + ")",
+		"docs": "an existing documentation folder, e.g. docs (leave it out to copy nothing)",
+	})
+	if err != nil {
+		return err
+	}
 	names, err = reproduce.Check(names)
 	if err != nil {
 		return usagef("reproduce: %v", err)

@@ -39,6 +39,9 @@ func parseRun(args []string, stdout io.Writer) (runArgs, error) {
 	if err := parse(fs, args, stdout); err != nil {
 		return a, err
 	}
+	if err := refuseEmpty(fs, map[string]string{"config": "a JSON file of the run's configuration"}); err != nil {
+		return a, err
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["resume"] {

@@ -59,6 +59,21 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	err = refuseEmpty(fs, map[string]string{
+		"out":       "a folder (leave it out for the spec's out, else runs/sweeps/<spec name>)",
+		"shard":     "i/n, e.g. 0/4 (leave it out for the job array's shard, else all)",
+		"print":     "slurm or k8s (leave it out to train)",
+		"binary":    "the train binary's path (leave it out for this binary; k8s: train)",
+		"mem":       "memory per task, e.g. 4G (slurm) or 4Gi (k8s) (leave it out for the engine's)",
+		"time":      "a time limit, e.g. 02:00:00 (leave it out for the partition's)",
+		"partition": "a partition (leave it out for the cluster's)",
+		"image":     "a container image (leave it out for " + defaultImage + ")",
+		"claim":     "a persistent volume claim (leave it out for sweep)",
+		"mount":     "the claim's mount path (leave it out for /sweep)",
+	})
+	if err != nil {
+		return err
+	}
 	switch {
 	case len(pos) == 0:
 		return usagef("sweep: name the spec file: train sweep SPEC.json [flags]")
