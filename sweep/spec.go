@@ -70,7 +70,7 @@ func (s Setting) String() string { return s.Path + "=" + string(s.Value) }
 
 // specFile is the spec's JSON.
 type specFile struct {
-	Out   string                                  `json:"out"`
+	Out   *string                                 `json:"out"` // nil: not given
 	Base  json.RawMessage                         `json:"base"`
 	Grid  map[string][]json.RawMessage            `json:"grid"`
 	List  []map[string]json.RawMessage            `json:"list"`
@@ -94,7 +94,13 @@ func ParseSpec(data []byte, name string) (*Spec, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%v: want an object with out, base, grid, list and lists", jsonMessage(err))
 	}
-	s := &Spec{Name: name, Out: f.Out, Base: experiment.NewGiven()}
+	s := &Spec{Name: name, Base: experiment.NewGiven()}
+	if f.Out != nil {
+		if *f.Out == "" {
+			return nil, fmt.Errorf(`out "": want the sweep's folder (leave it out for %s)`, DefaultOut(name))
+		}
+		s.Out = *f.Out
+	}
 	if f.Base != nil {
 		var err error
 		if s.Base, err = experiment.ParseGiven(f.Base); err == nil {

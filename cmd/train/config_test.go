@@ -226,13 +226,14 @@ func TestZeroIsUsedNotReplaced(t *testing.T) {
 // TestEmptyIsRefusedNotDefault: an empty -out or -init, whose empty value
 // is the default (runs/<name>, the pretrained model), is refused with one
 // line naming the flag, as is the key given empty in a -config file or a
-// sweep's base; nothing is written.
+// sweep's base, and a sweep spec's out ""; nothing is written.
 func TestEmptyIsRefusedNotDefault(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	os.WriteFile("init.json", []byte(`{"init": ""}`), 0o644)
 	os.WriteFile("out.json", []byte(`{"out": ""}`), 0o644)
 	os.WriteFile("spec.json", []byte(`{"base": {"graph": {"W": 2, "K": 2, "L": 2}, "init": ""}, "grid": {"train.seed": [1, 2]}}`), 0o644)
+	os.WriteFile("outspec.json", []byte(`{"out": "", "base": {"graph": {"W": 2, "K": 2, "L": 2}}, "grid": {"train.seed": [1, 2]}}`), 0o644)
 	small := []string{"run", "-W", "3", "-K", "3", "-L", "2", "-steps", "1"}
 	for _, tc := range []struct {
 		args []string
@@ -243,14 +244,15 @@ func TestEmptyIsRefusedNotDefault(t *testing.T) {
 		{append(small, "-config", "init.json", "-out", "x"), `run: -config init.json: init "": want a run folder`},
 		{append(small, "-config", "out.json"), `run: -config out.json: out "": want a run folder`},
 		{[]string{"sweep", "spec.json", "-out", "s"}, `init "": want a run folder`},
+		{[]string{"sweep", "outspec.json"}, `outspec.json: out "": want the sweep's folder (leave it out for runs/sweeps/outspec)`},
 	} {
 		code, out, errs := runCLI(t, tc.args...)
 		if code != 2 || !oneLine(errs) || !strings.Contains(errs, tc.want) || out != "" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and one line with %q", tc.args, code, out, errs, tc.want)
 		}
 	}
-	if left, _ := os.ReadDir("."); len(left) != 3 {
-		t.Errorf("the refused commands left %d entries beside the 3 files, want none: %v", len(left)-3, left)
+	if left, _ := os.ReadDir("."); len(left) != 4 {
+		t.Errorf("the refused commands left %d entries beside the 4 files, want none: %v", len(left)-4, left)
 	}
 }
 
