@@ -105,12 +105,16 @@ func Run(ctx context.Context, cfg Config, opts Options) (Summary, error) {
 
 // sameRun reports whether two config.json texts hold the same run: the
 // same fields that apply to it (one written before config.json left out
-// the others holds them too), whatever the layout.
+// the others holds them too), whatever the layout. Out is left aside: both
+// texts are of the folder at hand, whichever spelling names it (-out
+// ./orig, orig/ or its absolute path) and wherever it was copied, while
+// its config.json records the spelling that trained it.
 func sameRun(a, b []byte) bool {
 	var ca, cb Config
 	if json.Unmarshal(a, &ca) != nil || json.Unmarshal(b, &cb) != nil {
 		return false
 	}
+	ca.Out, cb.Out = "", ""
 	ja, err1 := json.Marshal(ca)
 	jb, err2 := json.Marshal(cb)
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)

@@ -124,6 +124,38 @@ func finalOf(t *testing.T, path string) string {
 	return fmt.Sprint(s["final_step"], s["final_hitting_time"])
 }
 
+// TestOutSpellingsNameOneFolder: -out ./orig, orig/ and the absolute path
+// name the folder -out orig trained, as does a copy of it: the finished run
+// is found (nothing to do), an interrupted one resumed, not refused as
+// another run.
+func TestOutSpellingsNameOneFolder(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	small := []string{"run", "-W", "3", "-K", "3", "-L", "2", "-steps", "3", "-out"}
+	if code, _, errs := runCLI(t, append(small, "orig")...); code != 0 {
+		t.Fatalf("-out orig: exit %d: %s", code, errs)
+	}
+	if err := os.CopyFS("copy", os.DirFS("orig")); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{"orig", "./orig", "orig/", "./orig/", filepath.Join(dir, "orig"), "copy"} {
+		code, stdout, errs := runCLI(t, append(small, out)...)
+		if code != 0 || !strings.Contains(stdout, out+" already holds this run, finished: nothing to do") {
+			t.Errorf("-out %s: exit %d, stdout %q, stderr %q; want this run, nothing to do", out, code, stdout, errs)
+		}
+	}
+	interruptAtStart = true
+	code, _, errs := runCLI(t, append(small, "cut")...)
+	interruptAtStart = false
+	if code != 130 {
+		t.Fatalf("-out cut, interrupted: exit %d: %s", code, errs)
+	}
+	code, stdout, errs := runCLI(t, append(small, "./cut/")...)
+	if code != 0 || !strings.Contains(stdout, "resumed the unfinished run in ./cut/") {
+		t.Errorf("-out ./cut/: exit %d, stdout %q, stderr %q; want the run resumed", code, stdout, errs)
+	}
+}
+
 func TestRunBadInput(t *testing.T) {
 	dir := t.TempDir()
 	unknown := filepath.Join(dir, "unknown.json")
