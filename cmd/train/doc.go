@@ -147,8 +147,9 @@
 //	                       independent ones, so the gradient is unbiased; a step
 //	                       samples the walks' tokens, about a fifth of as many
 //	                       rollouts' at the paper's size. tokens counts the walks';
-//	                       the transformer's table pass trains each walk token once,
-//	                       on its terms summed over the walk's rollouts (default off)
+//	                       the transformer's table and windows passes train each walk
+//	                       token once, on its terms summed over the walk's rollouts
+//	                       (default off)
 //	-beta X                length penalty in the reward 1{hit} - beta |y| (3e-4)
 //	-horizon-factor X      horizon = X times the current hitting time (default: the
 //	                       model's, see below)
