@@ -69,40 +69,35 @@ type tableTokens struct {
 type walkSums struct{ pos, neg, share []float64 }
 
 // newTableData gathers the table pass's view of a batch whose rollouts
-// are dealt into the minibatches mini.
-func (l *transformer) newTableData(bt *batchTokens, mini [][]int, adv, div []float64) *tableData {
+// are dealt into the minibatches mini; for a batch of walks, walks holds
+// each minibatch's walks (walkSumsOf), whose tokens it trains.
+func (l *transformer) newTableData(bt *batchTokens, mini [][]int, walks []walkWindows) *tableData {
 	ls := l.tr.Learnables()
 	tb := &tableData{batchTokens: bt, b0: slices.Clone(ls[len(ls)-1].Value().Data().([]float64))}
 	for mb, rs := range mini {
-		if bt.ab.Walk() > 0 {
-			tb.mini = append(tb.mini, l.walkTableTokens(bt.ab, bt.states, rs, mb, len(mini), adv, div))
-			continue
-		}
-		tb.mini = append(tb.mini, l.tableTokensOf(bt.ab, bt.states, rs, mb, len(mini)))
+		in := l.tableTokensOf(bt.ab, bt.states, rs, mb, len(mini), walks)
+		tb.mini = append(tb.mini, in)
 	}
 	return tb
 }
 
-// walkTableTokens is tableTokensOf for a batch of walks with hindsight
-// targets: each walk's tokens at trained states once, from the longest of
-// its rollouts in the minibatch, with the sums of their terms over the
-// walk's rollouts in the minibatch that hold them (walkSums). The sums
-// are taken in rollout order, so they do not depend on the cores.
-func (l *transformer) walkTableTokens(ab *eval.AgentBatch, states []int32, rs []int, mb, m int, adv, div []float64) tableTokens {
-	out, _ := l.walkSumsOf(ab, states, rs, adv, div)
-	n := len(out.tokens)
-	if k := l.opts.TableTokens / m; l.opts.TableTokens > 0 && n > k {
-		rng := rand.New(rand.NewPCG(l.t.stepSeed()^0x13198a2e03707344, uint64(mb)))
-		pick := rng.Perm(n)[:k]
-		slices.Sort(pick)
-		sub := tableTokens{tokens: make([]int32, k), scale: float64(n) / float64(k), sums: &walkSums{pos: make([]float64, k), neg: make([]float64, k), share: make([]float64, k)}}
-		for j, p := range pick {
-			sub.tokens[j] = out.tokens[p]
-			sub.sums.pos[j], sub.sums.neg[j], sub.sums.share[j] = out.sums.pos[p], out.sums.neg[p], out.sums.share[p]
-		}
-		out = sub
+// subsampled keeps a uniform random subset of k of the tokens (and their
+// sums, with walks), in order, each weighted by the inverse sampling rate.
+func (in tableTokens) subsampled(k int, rng *rand.Rand) tableTokens {
+	n := len(in.tokens)
+	pick := rng.Perm(n)[:k]
+	slices.Sort(pick)
+	sub := tableTokens{tokens: make([]int32, k), scale: float64(n) / float64(k)}
+	if in.sums != nil {
+		sub.sums = &walkSums{pos: make([]float64, k), neg: make([]float64, k), share: make([]float64, k)}
 	}
-	return out
+	for j, p := range pick {
+		sub.tokens[j] = in.tokens[p]
+		if in.sums != nil {
+			sub.sums.pos[j], sub.sums.neg[j], sub.sums.share[j] = in.sums.pos[p], in.sums.neg[p], in.sums.share[p]
+		}
+	}
+	return sub
 }
 
 // walkSumsOf is, for a minibatch's rollouts rs of a batch of walks, each
@@ -171,7 +166,15 @@ func (l *transformer) walkSumsOf(ab *eval.AgentBatch, states []int32, rs []int, 
 	return out, long
 }
 
-func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []int, mb, m int) tableTokens {
+func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []int, mb, m int, walks []walkWindows) tableTokens {
+	rng := func() *rand.Rand { return rand.New(rand.NewPCG(l.t.stepSeed()^0x13198a2e03707344, uint64(mb))) }
+	if walks != nil { // each walk's tokens once, with their sums
+		out := walks[mb].sums
+		if k := l.opts.TableTokens / m; l.opts.TableTokens > 0 && len(out.tokens) > k {
+			out = out.subsampled(k, rng())
+		}
+		return out
+	}
 	if len(l.tableIn) <= mb {
 		l.tableIn = append(l.tableIn, make([]tableTokens, mb+1-len(l.tableIn))...)
 	}
@@ -202,14 +205,7 @@ func (l *transformer) tableTokensOf(ab *eval.AgentBatch, states []int32, rs []in
 	l.tableIn[mb] = out // valid until the next update's
 	out.scale = 1
 	if k := l.opts.TableTokens / m; l.opts.TableTokens > 0 && len(out.tokens) > k {
-		rng := rand.New(rand.NewPCG(l.t.stepSeed()^0x13198a2e03707344, uint64(mb)))
-		pick := rng.Perm(len(out.tokens))[:k]
-		slices.Sort(pick)
-		sub := tableTokens{tokens: make([]int32, k), scale: float64(len(out.tokens)) / float64(k)}
-		for j, p := range pick {
-			sub.tokens[j] = out.tokens[p]
-		}
-		out = sub
+		out = out.subsampled(k, rng())
 	}
 	return out
 }

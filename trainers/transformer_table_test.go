@@ -86,7 +86,7 @@ func (f *tableFixture) stepFrom(t *testing.T, b []float64) []float64 {
 	for i := range rs {
 		rs[i] = i
 	}
-	td := f.tf.newTableData(f.tf.batchTokens(f.ab, f.states), [][]int{rs}, nil, nil)
+	td := f.tf.newTableData(f.tf.batchTokens(f.ab, f.states), [][]int{rs}, nil)
 	ls := f.tf.tr.Learnables()
 	copy(ls[len(ls)-1].Value().Data().([]float64), b)
 	div := make([]float64, len(f.ab.Targets)) // per rollout
@@ -472,12 +472,15 @@ func TestWalkTablePassSumsRollouts(t *testing.T) {
 		bt := f.tf.batchTokens(f.ab, f.states)
 		ls := f.tf.tr.Learnables()
 		run := func(summed bool) []float64 {
-			td := f.tf.newTableData(bt, mini, f.adv, div)
+			var walks []walkWindows
+			for _, rs := range mini {
+				sums, long := f.tf.walkSumsOf(f.ab, f.states, rs, f.adv, div)
+				walks = append(walks, walkWindows{sums: sums, long: long})
+			}
+			td := f.tf.newTableData(bt, mini, walks)
 			if !summed {
-				for mb, rs := range mini {
-					td.mini[mb] = f.tf.tableTokensOf(f.ab, f.states, rs, mb, len(mini))
-				}
-			} else if td.mini[0].sums == nil || len(td.mini[1].tokens) >= len(f.tf.tableTokensOf(f.ab, f.states, mini[1], 1, 2).tokens) {
+				td = f.tf.newTableData(bt, mini, nil)
+			} else if td.mini[0].sums == nil || len(td.mini[1].tokens) >= len(f.tf.tableTokensOf(f.ab, f.states, mini[1], 1, 2, nil).tokens) {
 				t.Fatalf("%s: the walks' table pass does not sum their tokens", k)
 			}
 			copy(ls[len(ls)-1].Value().Data().([]float64), b)

@@ -29,10 +29,11 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 	}
 	trained := 0 // positions of the windows trained, over the epochs
 	bt := l.batchTokens(ab, states)
-	// With hindsight targets, the windows pass trains each walk's windows
-	// once (sumWalkWindows), as the table pass does its tokens.
+	// With hindsight targets, both passes train each walk's tokens once,
+	// on the sums of their terms over the walk's rollouts (the windows
+	// pass unless sumWalkWindows is off).
 	var walks []walkWindows
-	if ab.Walk() > 0 && sumWalkWindows {
+	if ab.Walk() > 0 {
 		for _, rs := range mini {
 			sums, long := l.walkSumsOf(ab, states, rs, adv, div)
 			walks = append(walks, walkWindows{sums: sums, long: long})
@@ -40,7 +41,7 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 	}
 	var tab *tableData
 	if l.table != nil {
-		tab = l.newTableData(bt, mini, adv, div)
+		tab = l.newTableData(bt, mini, walks)
 	}
 	// Each minibatch's table step comes before its windows pass, and the
 	// next minibatch's table gradient is summed while the windows pass
@@ -72,7 +73,7 @@ func (l *transformer) update(ab *eval.AgentBatch, states []int32, a *advantages,
 			seqsOf, fill := rs, func(c *consts, pos, seq, item int, weight float64) {
 				l.setSampled(c, pos, seq, item, weight, bt.logp(seq, item), ab, adv, div)
 			}
-			if walks != nil { // each walk's windows once, on the sums of its rollouts' terms
+			if walks != nil && sumWalkWindows { // each walk's windows once, on the sums of its rollouts' terms
 				ws := walks[mb]
 				seqsOf = ws.long
 				fill = func(c *consts, pos, seq, item int, weight float64) {
