@@ -375,26 +375,36 @@ func agentRollout(ctx context.Context, g *tasks.Graph, a Agent, target, horizon 
 		if len(entries)%checkEvery == checkEvery-1 && ctx.Err() != nil {
 			return entries, false, ctx.Err()
 		}
-		e, lp, err := a.Next(s, rng)
-		if err != nil {
+		var err error
+		if entries, s, err = agentStep(g, a, s, rng, entries, logp); err != nil {
 			return entries, false, err
 		}
-		if e < g.Offsets[s] || e >= g.Offsets[s+1] {
-			return entries, false, fmt.Errorf("entry %d is not a transition from %s", e, g.Name(s))
-		}
-		if math.IsNaN(lp) || lp > 0 {
-			return entries, false, fmt.Errorf("log-probability %v of %s -> %s: want <= 0", lp, g.Name(s), g.Name(g.Next[e]))
-		}
-		entries = append(entries, int32(e))
-		if logp != nil {
-			*logp = append(*logp, lp)
-		}
-		s = g.Next[e]
 		if g.Hits(s, target) {
 			return entries, true, nil
 		}
 	}
 	return entries, false, nil
+}
+
+// agentStep draws agent a's next transition from state s, checks it (a
+// transition from s, a log-probability <= 0), appends its entry to
+// entries and, when logp is not nil, its log-probability to *logp, and
+// returns the state it reaches.
+func agentStep(g *tasks.Graph, a Agent, s int, rng *rand.Rand, entries []int32, logp *[]float64) ([]int32, int, error) {
+	e, lp, err := a.Next(s, rng)
+	if err != nil {
+		return entries, s, err
+	}
+	if e < g.Offsets[s] || e >= g.Offsets[s+1] {
+		return entries, s, fmt.Errorf("entry %d is not a transition from %s", e, g.Name(s))
+	}
+	if math.IsNaN(lp) || lp > 0 {
+		return entries, s, fmt.Errorf("log-probability %v of %s -> %s: want <= 0", lp, g.Name(s), g.Name(g.Next[e]))
+	}
+	if logp != nil {
+		*logp = append(*logp, lp)
+	}
+	return append(entries, int32(e)), g.Next[e], nil
 }
 
 // MarkovAgent samples a Markov policy (a transition table in CSR order) as

@@ -3,7 +3,6 @@ package eval
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -123,27 +122,15 @@ func (b *Buffers) AgentWalks(ctx context.Context, g *tasks.Graph, newAgent func(
 		}
 		start, rowStart := len(w.entries), len(w.rows)
 		w.reach.reset(g.W())
-		w.firstRow = resize(w.firstRow, g.W())
 		s := 0
 		for w.reach.left > 0 && len(w.entries)-start < horizon {
 			if t := len(w.entries) - start; t%checkEvery == checkEvery-1 && ctx.Err() != nil {
 				return ctx.Err()
 			}
-			e, lp, err := a.Next(s, rng)
-			if err != nil {
+			var err error
+			if w.entries, s, err = agentStep(g, a, s, rng, w.entries, logp); err != nil {
 				return err
 			}
-			if e < g.Offsets[s] || e >= g.Offsets[s+1] {
-				return fmt.Errorf("entry %d is not a transition from %s", e, g.Name(s))
-			}
-			if math.IsNaN(lp) || lp > 0 {
-				return fmt.Errorf("log-probability %v of %s -> %s: want <= 0", lp, g.Name(s), g.Name(g.Next[e]))
-			}
-			w.entries = append(w.entries, int32(e))
-			if logp != nil {
-				*logp = append(*logp, lp)
-			}
-			s = g.Next[e]
 			if x := leaf[s]; x > 0 && w.reach.first[x-1] < 0 {
 				w.firstRow[x-1] = len(w.rows) - rowStart
 			}
