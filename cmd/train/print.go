@@ -49,7 +49,14 @@ func printSummary(w io.Writer, s experiment.Summary) {
 	if s.BestHittingTime != nil && (s.BestStep != s.FinalStep || s.StopHittingTime != nil) {
 		note := ""
 		if s.StopHittingTime != nil {
-			note = ", a second measurement on fresh rollouts of the row that became the best (but at step 0)"
+			switch s.BestStep {
+			case 0: // the first row is the best without a second measurement
+				note = ", the first row"
+			case s.Steps: // the stop's confirmation is its own second measurement
+				note = ", the stop rule's measurement on fresh rollouts"
+			default:
+				note = ", a second measurement on fresh rollouts of the row that became the best"
+			}
 			if s.BestCI95 == nil {
 				note = ", a lower bound: some rollouts of its batch missed"
 			}
