@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/rlvr-backtrack/backtrack/tasks"
 )
 
@@ -110,7 +112,10 @@ func (b *Batch) Summary() MCResult {
 // targets) and the groups are independent: the ratio estimator's
 // linearised variance over the groups, sum_j (S_j - mean C_j)^2 / (J (J -
 // 1) Cbar^2), S_j the group's sum of hit lengths and C_j its hits. With
-// every rollout hit it is the interval of the J group means.
+// every rollout hit it is the interval of the J group means. Its quantile
+// is Student's t with J - 1 degrees of freedom: a step's batch holds only
+// ceil(rollouts / W) walks (9 for the transformer's 128 rollouts at
+// W=15), where the normal's 1.96 would give an interval 15% too narrow.
 func clusterCI95(lens []int, hits []bool, w int, mean float64) float64 {
 	groups := len(lens) / w
 	if groups < 2 {
@@ -128,7 +133,8 @@ func clusterCI95(lens []int, hits []bool, w int, mean float64) float64 {
 		c += cj
 	}
 	cbar := c / float64(groups)
-	return 1.96 * math.Sqrt(ss/(float64(groups)*float64(groups-1))) / cbar
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(groups - 1)}.Quantile(0.975)
+	return t * math.Sqrt(ss/(float64(groups)*float64(groups-1))) / cbar
 }
 
 // summarize is the Monte Carlo summary of rollouts of the given lengths,

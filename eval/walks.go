@@ -117,26 +117,10 @@ func (b *Buffers) AgentWalks(ctx context.Context, g *tasks.Graph, newAgent func(
 		if ra, ok := w.a.(RowAgent); ok {
 			a, logp = &rowRecorder{RowAgent: ra, rows: &w.rows}, nil
 		}
-		if err := a.Start(1); err != nil {
-			return err
-		}
-		start, rowStart := len(w.entries), len(w.rows)
-		w.reach.reset(g.W())
-		s := 0
-		for w.reach.left > 0 && len(w.entries)-start < horizon {
-			if t := len(w.entries) - start; t%checkEvery == checkEvery-1 && ctx.Err() != nil {
-				return ctx.Err()
-			}
-			var err error
-			if w.entries, s, err = agentStep(g, a, s, rng, w.entries, logp); err != nil {
-				return err
-			}
-			if x := leaf[s]; x > 0 && w.reach.first[x-1] < 0 {
-				w.firstRow[x-1] = len(w.rows) - rowStart
-			}
-			w.reach.see(leaf, s, len(w.entries)-start)
-		}
-		return nil
+		rowStart := len(w.rows)
+		var err error
+		w.entries, err = agentWalk(ctx, g, a, leaf, horizon, rng, w.entries, logp, &w.reach, func(x int) { w.firstRow[x-1] = len(w.rows) - rowStart })
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("eval: agent walks: %w", err)
@@ -144,6 +128,82 @@ func (b *Buffers) AgentWalks(ctx context.Context, g *tasks.Graph, newAgent func(
 	_, rows := b.workers[0].a.(RowAgent)
 	b.joinWalks(g.W(), n, !rows)
 	return &b.batch, nil
+}
+
+// agentWalk runs one walk of agent a from s0 -> f (Start(1): the agent
+// must not depend on its target) until it has reached every leaf or holds
+// horizon transitions, appending its entries to entries and, when logp is
+// not nil, their log-probabilities to *logp. It records the first visit
+// of each leaf in r, and calls seen(x), when not nil, as the walk reaches
+// leaf x for the first time (before r records it).
+func agentWalk(ctx context.Context, g *tasks.Graph, a Agent, leaf []int32, horizon int, rng *rand.Rand, entries []int32, logp *[]float64, r *walkReach, seen func(x int)) ([]int32, error) {
+	if err := a.Start(1); err != nil {
+		return entries, err
+	}
+	start := len(entries)
+	r.reset(g.W())
+	s := 0
+	for r.left > 0 && len(entries)-start < horizon {
+		if t := len(entries) - start; t%checkEvery == checkEvery-1 && ctx.Err() != nil {
+			return entries, ctx.Err()
+		}
+		var err error
+		if entries, s, err = agentStep(g, a, s, rng, entries, logp); err != nil {
+			return entries, err
+		}
+		if x := leaf[s]; seen != nil && x > 0 && r.first[x-1] < 0 {
+			seen(int(x))
+		}
+		r.see(leaf, s, len(entries)-start)
+	}
+	return entries, nil
+}
+
+// AgentWalkMonteCarlo is AgentMonteCarlo on walks with hindsight targets
+// (see Walks) for agents that do not depend on their target: n rollouts,
+// rounded up to whole walks of W and at least two walks, walk j seeded by
+// (seed, j). Each walk's W rollouts are correlated, so the interval is
+// taken over walks (clusterCI95); the mean is the one n independent
+// rollouts estimate, each target weighed equally. A walk reaches every
+// leaf in a few hitting times where its W rollouts would take W, so the
+// measurement costs a fraction of the tokens: tokens is what the walks
+// drew (MeanLength N counts the tokens their rollouts share once each).
+func AgentWalkMonteCarlo(ctx context.Context, g *tasks.Graph, newAgent func() (Agent, error), n, horizon int, seed uint64) (r MCResult, tokens int, err error) {
+	if n < 2 {
+		return MCResult{}, 0, fmt.Errorf("eval: mc=%d: want at least 2 rollouts", n)
+	}
+	if horizon < 1 {
+		return MCResult{}, 0, fmt.Errorf("eval: agent walks monte carlo: horizon %d: want >= 1", horizon)
+	}
+	w, leaf := g.W(), leafTargets(g)
+	walks := max(2, (n+w-1)/w)
+	lens, hits, drawn := make([]int, walks*w), make([]bool, walks*w), make([]int, walks)
+	err = eachRollout(ctx, walks, seed, func(int, int) (*agentWorker, error) {
+		a, err := newAgent()
+		return &agentWorker{a: a}, err
+	}, func(j int, wk *agentWorker, rng *rand.Rand) error {
+		var err error
+		wk.entries, err = agentWalk(ctx, g, wk.a, leaf, horizon, rng, wk.entries[:0], nil, &wk.reach, nil)
+		drawn[j] = len(wk.entries)
+		for x, f := range wk.reach.first {
+			lens[j*w+x], hits[j*w+x] = f, f >= 0
+			if f < 0 {
+				lens[j*w+x] = len(wk.entries)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return MCResult{}, 0, fmt.Errorf("eval: agent walks: %w", err)
+	}
+	r = summarize(lens, hits)
+	if r.Hits > 1 {
+		r.CI95 = clusterCI95(lens, hits, w, r.HittingTime)
+	}
+	for _, d := range drawn {
+		tokens += d
+	}
+	return r, tokens, nil
 }
 
 // eachWalk runs draw for every walk j < n over the workers, each walk's

@@ -152,3 +152,79 @@ func TestWalksAgreeWithExact(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentWalkMonteCarlo: a Monte Carlo measurement on walks is the
+// summary of the batch of the same walks (AgentWalks, same seed: the same
+// draws, the same horizon cut) with its interval taken over walks; its
+// mean agrees with the exact hitting time; and its interval covers the
+// exact value about 95% of the time over independent measurements (the
+// interval a stop rule leans on: one that ignored the walks' correlation,
+// or counted walks as rollouts, would cover far less or far more).
+func TestAgentWalkMonteCarlo(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []tasks.Config{{W: 3, K: 2, L: 2}, {Branches: [][]int{{2, 1}, {3}, {1, 1, 1}}}} {
+		g := graph(t, c)
+		for _, name := range []string{"pretrained", "rlvr-limit"} {
+			p, _ := Named(g, name)
+			exact := analyze(t, g, p).HittingTime
+			agent := func() (Agent, error) { return NewMarkovAgent(g, p) }
+			label := tasks.FormatBranches(c.Shape()) + " " + name
+
+			horizon := int(exact) // some walks are cut before every leaf
+			m, tokens, err := AgentWalkMonteCarlo(ctx, g, agent, 50*g.W()-1, horizon, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := new(Buffers).AgentWalks(ctx, g, agent, 50, horizon, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := b.Summary(); m != s || m.N != 50*g.W() || m.SuccessRate == 1 {
+				t.Errorf("%s: walks' measurement %+v, their batch's summary %+v (want equal, 50 walks, some cut)", label, m, s)
+			}
+			if d := b.Drawn(); tokens != d {
+				t.Errorf("%s: walks' measurement drew %d tokens, their batch %d", label, tokens, d)
+			}
+
+			m, _, err = AgentWalkMonteCarlo(ctx, g, agent, 4000*g.W(), 1<<30, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.SuccessRate != 1 || math.Abs(m.HittingTime-exact) > 2.1*m.CI95 {
+				t.Errorf("%s: %.5g ± %.2g on walks (success %.3g), exact %.6g", label, m.HittingTime, m.CI95, m.SuccessRate, exact)
+			}
+
+			// 95% of 400 is 380 ± 9 (two binomial standard errors). Over
+			// 30 walks, the interval of the rollouts as if independent
+			// covered 389-394 of 400 here (a walk reaches its targets in
+			// every order, so its mean varies less than independent
+			// rollouts'). Over 5 walks Student's t covered 357-381 (the
+			// walks' means are few and skewed), and the normal's quantile
+			// in its place 331-355.
+			const reps = 400
+			for _, walks := range []int{5, 30} {
+				low := 0.91
+				if walks == 5 {
+					low = 0.885
+				}
+				covered := 0
+				for r := range reps {
+					m, _, err := AgentWalkMonteCarlo(ctx, g, agent, walks*g.W(), 1<<30, uint64(100+r))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if math.Abs(m.HittingTime-exact) <= m.CI95 {
+						covered++
+					}
+				}
+				t.Logf("%s, %d walks: covered %d of %d", label, walks, covered, reps)
+				if f := float64(covered) / reps; f < low || f > 0.97 {
+					t.Errorf("%s: the interval over %d walks covered the exact value in %d of %d measurements, want about 95%%", label, walks, covered, reps)
+				}
+			}
+		}
+	}
+	if _, _, err := AgentWalkMonteCarlo(ctx, graph(t, tasks.Config{W: 3, K: 2, L: 2}), nil, 1, 10, 1); err == nil {
+		t.Error("one rollout: no error")
+	}
+}

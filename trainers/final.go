@@ -14,8 +14,11 @@ import (
 type estimator interface {
 	// fresh measures the current policy with a decision's precision
 	// (TransformerOptions.FinalRollouts) on rollouts seeded by seed, a
-	// stream no other measurement draws from, and changes nothing.
-	fresh(ctx context.Context, seed uint64) (eval.MCResult, error)
+	// stream no other measurement draws from, and changes nothing. A run
+	// on walks with hindsight targets measures on walks unless
+	// independent: its final value is measured on independent rollouts,
+	// as every other run's.
+	fresh(ctx context.Context, seed uint64, independent bool) (eval.MCResult, error)
 	// recheck measures the current policy again on rollouts seeded by
 	// seed (a stream of their own), at a periodic measurement's precision
 	// (EvalRollouts) when precise, else at its latest row's, and changes
@@ -48,7 +51,7 @@ func (t *Trainer) confirm(ctx context.Context) (Row, error) {
 	if !ok {
 		return Row{}, fmt.Errorf("trainers: %s has no Monte Carlo estimate to confirm", t.l.layout())
 	}
-	m, err := e.fresh(ctx, t.cfg.Seed^confirmSeed^uint64(t.done+1)*0x9e3779b97f4a7c15)
+	m, err := e.fresh(ctx, t.cfg.Seed^confirmSeed^uint64(t.done+1)*0x9e3779b97f4a7c15, false)
 	if err != nil {
 		return Row{}, fmt.Errorf("trainers: step %d: confirmation: %w", t.done, err)
 	}
@@ -81,7 +84,7 @@ func (t *Trainer) Final(ctx context.Context) (Final, error) {
 		step = t.endedAt
 	}
 	if e, ok := t.l.(estimator); ok {
-		m, err := e.fresh(ctx, t.cfg.Seed^finalSeed)
+		m, err := e.fresh(ctx, t.cfg.Seed^finalSeed, true)
 		if err != nil {
 			return Final{}, fmt.Errorf("trainers: final measurement: %w", err)
 		}

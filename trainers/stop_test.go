@@ -307,6 +307,8 @@ func TestMonteCarloBestIsNoOptimum(t *testing.T) {
 	}
 }
 
+var _ estimator = (*rechecker)(nil) // a changed estimator method breaks the build, not the test
+
 // rechecker is an estimator that answers each recheck with the next of
 // its results and records the calls.
 type rechecker struct {
@@ -316,7 +318,7 @@ type rechecker struct {
 	precise []bool
 }
 
-func (r *rechecker) fresh(context.Context, uint64) (eval.MCResult, error) {
+func (r *rechecker) fresh(context.Context, uint64, bool) (eval.MCResult, error) {
 	return eval.MCResult{}, errors.New("fresh: not in this test")
 }
 func (r *rechecker) recheck(_ context.Context, _ uint64, precise bool) (eval.MCResult, error) {

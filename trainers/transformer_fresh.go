@@ -8,13 +8,15 @@ import (
 
 // fresh measures the transformer's current policy on FinalRollouts
 // rollouts (fewer when FinalTokens / the latest hitting time is fewer,
-// never below min(200, FinalRollouts)) seeded by seed (estimator).
-func (l *transformer) fresh(ctx context.Context, seed uint64) (eval.MCResult, error) {
+// never below min(200, FinalRollouts)) seeded by seed (estimator): on
+// walks when the run trains on them (monteCarlo), on independent
+// rollouts when independent.
+func (l *transformer) fresh(ctx context.Context, seed uint64, independent bool) (eval.MCResult, error) {
 	n := l.opts.FinalRollouts
 	if l.opts.FinalTokens > 0 && l.st.MCStep >= 0 {
 		n = min(n, max(min(200, n), int(float64(l.opts.FinalTokens)/max(l.latest(), 1))))
 	}
-	return l.monteCarlo(ctx, n, seed)
+	return l.monteCarlo(ctx, n, seed, independent)
 }
 
 // recheck measures the current policy on evalRollouts fresh rollouts when
@@ -25,7 +27,7 @@ func (l *transformer) recheck(ctx context.Context, seed uint64, precise bool) (e
 	if !precise {
 		n = min(n, max(100, l.st.MC.N))
 	}
-	return l.monteCarlo(ctx, n, seed)
+	return l.monteCarlo(ctx, n, seed, false)
 }
 
 // measuredAt is the step of the latest measurement (estimator).

@@ -94,7 +94,7 @@ func (l *transformer) measure(ctx context.Context, row *Row) error {
 			// of the rollouts the rows in between train on, enough to
 			// rank the row (a new best beats the best by its whole
 			// interval), at a tenth of training's tokens.
-			mc, err = l.monteCarlo(ctx, min(l.evalRollouts(), max(100, cfg.LogEvery*mc.N/10)), l.freshSeed())
+			mc, err = l.monteCarlo(ctx, min(l.evalRollouts(), max(100, cfg.LogEvery*mc.N/10)), l.freshSeed(), false)
 		case err == nil && !ok:
 			mc, err = l.freshMeasure(ctx)
 		}
@@ -154,7 +154,7 @@ func (l *transformer) onBatch(ctx context.Context) (eval.MCResult, bool, error) 
 // freshMeasure is a Monte Carlo measurement on EvalRollouts fresh
 // rollouts (evalRollouts), seeded by the step.
 func (l *transformer) freshMeasure(ctx context.Context) (eval.MCResult, error) {
-	return l.monteCarlo(ctx, l.evalRollouts(), l.freshSeed())
+	return l.monteCarlo(ctx, l.evalRollouts(), l.freshSeed(), false)
 }
 
 // freshSeed seeds a fresh measurement by the step.
@@ -163,8 +163,19 @@ func (l *transformer) freshSeed() uint64 {
 }
 
 // monteCarlo measures the current policy on n fresh rollouts seeded by
-// seed and counts their tokens (transformerState.Measured).
-func (l *transformer) monteCarlo(ctx context.Context, n int, seed uint64) (eval.MCResult, error) {
+// seed and counts the tokens it draws (transformerState.Measured). A run
+// that trains on walks with hindsight targets (Config.Hindsight) measures
+// on walks too, unless independent: n rollouts in ceil(n / W) walks, at a
+// fraction of the tokens, with the interval taken over walks
+// (eval.AgentWalkMonteCarlo).
+func (l *transformer) monteCarlo(ctx context.Context, n int, seed uint64, independent bool) (eval.MCResult, error) {
+	if l.t.cfg.hindsight() && !independent {
+		mc, tokens, err := eval.AgentWalkMonteCarlo(ctx, l.t.g, l.newAgent(), n, l.mcCap, seed)
+		if err == nil {
+			l.st.Measured += tokens
+		}
+		return mc, err
+	}
 	mc, err := eval.AgentMonteCarlo(ctx, l.t.g, l.newAgent(), n, l.mcCap, seed)
 	if err == nil {
 		l.st.Measured += int(math.Round(mc.MeanLength * float64(mc.N)))

@@ -470,6 +470,58 @@ func TestHindsightRowsHaveIntervals(t *testing.T) {
 	}
 }
 
+// TestHindsightMeasuresOnWalks: a run on walks with hindsight targets
+// takes its fresh measurements (periodic, rechecks, the stop's
+// confirmation) on walks too, the same draws as eval's
+// AgentWalkMonteCarlo, and counts the tokens the walks drew; its final
+// value is measured on independent rollouts, FinalRollouts of them, as
+// every run's. Without hindsight every measurement is independent.
+func TestHindsightMeasuresOnWalks(t *testing.T) {
+	ctx := context.Background()
+	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
+	for _, hindsight := range []bool{false, true} {
+		cfg := Defaults(PPO, TransformerModel)
+		cfg.Rollouts, cfg.Steps, cfg.Until, cfg.Hindsight = 12, 2, 0, hindsight
+		opts := DefaultTransformerOptions(PPO)
+		opts.EvalRollouts, opts.FinalRollouts = 50, 1000
+		tr := newTrainer(t, cfg, opts, g, nil)
+		if _, err := tr.Run(ctx, Hooks{}); err != nil {
+			t.Fatal(err)
+		}
+		l := tr.l.(*transformer)
+		walks, tokens, err := eval.AgentWalkMonteCarlo(ctx, g, l.newAgent(), 1000, l.mcCap, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		indep, err := eval.AgentMonteCarlo(ctx, g, l.newAgent(), 1000, l.mcCap, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := l.st.Measured
+		m, err := l.fresh(ctx, 7, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantTokens := indep, int(math.Round(indep.MeanLength*float64(indep.N)))
+		if hindsight {
+			want, wantTokens = walks, tokens
+		}
+		if m != want || l.st.Measured-before != wantTokens {
+			t.Errorf("hindsight %v: a fresh measurement %+v on %d tokens, want %+v on %d", hindsight, m, l.st.Measured-before, want, wantTokens)
+		}
+		if m, err := l.fresh(ctx, 7, true); err != nil || m != indep {
+			t.Errorf("hindsight %v: an independent fresh measurement %+v (%v), want %+v", hindsight, m, err, indep)
+		}
+		if hindsight && !(float64(tokens) < 0.8*indep.MeanLength*float64(indep.N)) { // at W=3 a walk takes about 1.8 hitting times where 3 rollouts take 3
+			t.Errorf("1000 rollouts as walks drew %d tokens, independently about %.0f", tokens, indep.MeanLength*float64(indep.N))
+		}
+		f, err := tr.Final(ctx)
+		if err != nil || f.Rollouts != 1000 {
+			t.Errorf("hindsight %v: final value on %d rollouts (%v), want 1000 independent ones", hindsight, f.Rollouts, err)
+		}
+	}
+}
+
 // TestWalkWindowsSumRollouts: with hindsight targets the windows pass
 // trains each walk's windows once, on the sums of its rollouts' terms
 // (sumWalkWindows); with every window trained (no budget), a PPO step
