@@ -188,6 +188,7 @@ func KubernetesJob(p *Plan, c Cluster) (string, error) {
 					"name":         "train",
 					"image":        c.Image,
 					"command":      command,
+					"workingDir":   c.Mount, // the spec's relative paths (a teacher's, an -init's) are the claim's
 					"env":          []obj{{"name": ShardsEnv, "value": strconv.Itoa(n)}},
 					"resources":    obj{"requests": resources, "limits": resources},
 					"volumeMounts": []obj{{"name": "sweep", "mountPath": c.Mount}},
@@ -200,6 +201,7 @@ func KubernetesJob(p *Plan, c Cluster) (string, error) {
 	fmt.Fprintf(&b, "# Sweep %s: %d runs of %s, %s.\n", jsonQuote(p.Spec.Name), len(p.Runs), jsonQuote(path.Base(c.Spec)), perTask(p, n, "completion index"))
 	fmt.Fprintf(&b, "# The image holds the train binary; the claim %s holds the spec at its root and receives the run\n", jsonQuote(c.Claim))
 	fmt.Fprintf(&b, "# folders under %s. kubectl apply -f THIS_FILE; afterwards train aggregate on that folder.\n", jsonQuote(out))
+	fmt.Fprintf(&b, "# Each pod works in %s, the claim's root: relative paths in the spec (a teacher, -init) are the claim's.\n", jsonQuote(c.Mount))
 	b.WriteString("# Exit code 2 (bad input) fails its index at once: the same index would fail again. A pod evicted or\n")
 	b.WriteString("# preempted (DisruptionTarget) is replaced without counting as a failure and resumes from the checkpoints.\n")
 	b.WriteString("# On SIGTERM every running run writes its checkpoint (terminationGracePeriodSeconds). Kubernetes sets\n")

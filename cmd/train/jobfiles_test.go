@@ -181,6 +181,9 @@ func TestJobFilesKeepValuesWhole(t *testing.T) {
 	if want := []string{"train", "sweep", "/data/s w/s p'ec.json", "-out", "/data/s w/" + hostileOut + `\ l`, "-jobs", "1"}; !slices.Equal(command, want) {
 		t.Errorf("command %q, want %q", command, want)
 	}
+	if wd := container["workingDir"]; wd != "/data/s w" {
+		t.Errorf("workingDir %v, want the claim's mount, /data/s w (the spec's relative paths are the claim's, as Slurm's --chdir makes them the submit folder's)", wd)
+	}
 	if m := container["resources"].(map[string]any)["limits"].(map[string]any)["memory"]; m != "4Gi" || container["image"] != "ghcr.io/me/train:v1" {
 		t.Errorf("memory %v, image %v; want 4Gi, ghcr.io/me/train:v1", m, container["image"])
 	}
