@@ -273,8 +273,8 @@ func TestEveryStringFlagRefusesEmpty(t *testing.T) {
 	n := 0
 	for sub, flags := range shownFlags(t) {
 		for name, kind := range flags {
-			if kind != "string" {
-				continue
+			if kind != "string" || sub == "run" && slices.ContainsFunc(runFlags, func(f runFlag) bool { return f.name == name }) {
+				continue // run's configuration flags: below, each in a run it applies to
 			}
 			n++
 			args := append(append([]string{sub}, around[sub]...), "-"+name, "")
@@ -390,25 +390,43 @@ func TestIntegersAreDecimal(t *testing.T) {
 }
 
 // TestEveryIntegerFlagIsDecimal walks the flags of every subcommand (the
-// ones the unknown-subcommand message lists) as its -h prints them: the
-// flag package's own integer and number flags, shown as int, uint, float
-// or duration, read Go literals (010 is eight, 0x4 is four), so each flag
-// must be a string, a switch, or one of ours (shown as value: decimal,
-// valueKind).
+// ones the unknown-subcommand message lists) as its -h prints them: each
+// is a switch, a string, or a number shown as int or float (-h shows no
+// "value", the flag package's word for a type it does not know), and
+// each number refuses 0x4, which the flag package's own number flags read
+// as a Go literal (as they read 010 as eight).
 func TestEveryIntegerFlagIsDecimal(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	around := map[string][]string{"sample": {"nope"}, "export": {"nope"}, "aggregate": {"nope"}, "sweep": {"nope.json"}, "reproduce": {"nope"}}
+	n := 0
 	for sub, flags := range shownFlags(t) {
 		for name, kind := range flags {
-			if kind != "" && kind != "string" && kind != "value" {
-				t.Errorf("%s -%s: shown as %s, a flag of the flag package, which reads 0x4 and 1_000; want it decimal (decimalFlags)", sub, name, kind)
+			switch kind {
+			case "", "string":
+				continue
+			case "int", "float":
+			default:
+				t.Errorf("%s -%s: shown as %q, want int, float, string or a switch", sub, name, kind)
+				continue
+			}
+			n++
+			args := append(append([]string{sub}, around[sub]...), "-"+name, "0x4")
+			code, out, errs := runCLI(t, args...)
+			if code != 2 || !oneLine(errs) || !strings.Contains(errs, "want a decimal") || out != "" {
+				t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and one line with \"want a decimal\"", args, code, out, errs)
 			}
 		}
+	}
+	if n < 40 {
+		t.Errorf("%d number flags shown, want at least 40", n)
 	}
 }
 
 // shownFlags is every subcommand's flags (the subcommands the
 // unknown-subcommand message lists, but help) with their kinds as -h shows
-// them: "" for a switch, string, value for ours (decimal, pathValue), or
-// the flag package's int, uint, float, duration.
+// them: "" for a switch, else string, int, float (or what the flag
+// package shows for a type of its own or one it does not know).
 func shownFlags(t *testing.T) map[string]map[string]string {
 	t.Helper()
 	_, _, errs := runCLI(t, "no-such-subcommand")

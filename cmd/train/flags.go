@@ -18,12 +18,42 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
-// printUsage lists the flags of fs on w.
+// printUsage lists the flags of fs on w, as the flag package does, with
+// the kind of each of this tool's flags (int, float, string) where the
+// flag package, which knows only its own types, writes "value".
 func printUsage(fs *flag.FlagSet, w io.Writer) {
 	fmt.Fprintf(w, "usage: train %s [flags]\n", fs.Name())
-	fs.SetOutput(w)
+	printFlags(fs, w)
+}
+
+// printFlags is printUsage's list of flags.
+func printFlags(fs *flag.FlagSet, w io.Writer) {
+	var b strings.Builder
+	fs.SetOutput(&b)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
+	for _, line := range strings.SplitAfter(b.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "  -"); ok {
+			name, after, _ := strings.Cut(rest, " ")
+			if f := fs.Lookup(name); f != nil && (after == "value\n" || strings.HasPrefix(after, "value\t")) {
+				if k, ok := kindOf(f.Value); ok {
+					line = "  -" + name + " " + k.argName() + strings.TrimPrefix(after, "value")
+				}
+			}
+		}
+		io.WriteString(w, line)
+	}
+}
+
+// kindOf is how this tool's flag value v reads its text.
+func kindOf(v flag.Value) (valueKind, bool) {
+	switch v := v.(type) {
+	case decimal:
+		return v.kind, true
+	case *pathValue:
+		return v.kind, v.kind != boolValue
+	}
+	return 0, false
 }
 
 // parse parses args, turning flag errors into one-line usage errors; -h

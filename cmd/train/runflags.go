@@ -27,6 +27,20 @@ const (
 	stringValue                  // any text
 )
 
+// argName names the kind's argument in -h, as the flag package names its
+// own types'.
+func (k valueKind) argName() string {
+	switch k {
+	case intValue, uintValue:
+		return "int"
+	case floatValue:
+		return "float"
+	case boolValue:
+		return ""
+	}
+	return "string"
+}
+
 // runFlag is a flag of train run that sets one field of the
 // configuration: the field's path in config.json, how its text is read,
 // and its usage line.

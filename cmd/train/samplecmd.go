@@ -331,9 +331,7 @@ func parseDir(fs *flag.FlagSet, args []string, stdout io.Writer) (string, error)
 		if err := fs.Parse(args); err != nil {
 			if err == flag.ErrHelp {
 				fmt.Fprintf(stdout, "usage: train %s DIR [flags]\n", fs.Name())
-				fs.SetOutput(stdout)
-				fs.PrintDefaults()
-				fs.SetOutput(io.Discard)
+				printFlags(fs, stdout)
 				return "", errHelp
 			}
 			return "", usagef("%s: %v (see train %s -h)", fs.Name(), err, fs.Name())
