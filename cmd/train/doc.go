@@ -148,8 +148,10 @@
 //	                       samples the walks' tokens, about a fifth of as many
 //	                       rollouts' at the paper's size. tokens counts the walks';
 //	                       the transformer's table and windows passes train each walk
-//	                       token once, on its terms summed over the walk's rollouts
-//	                       (default off)
+//	                       token once, on its terms summed over the walk's rollouts.
+//	                       The transformer's fresh measurements draw walks too, their
+//	                       intervals taken over walks; its final value is measured on
+//	                       independent rollouts, as without the flag (default off)
 //	-beta X                length penalty in the reward 1{hit} - beta |y| (3e-4)
 //	-horizon-factor X      horizon = X times the current hitting time (default: the
 //	                       model's, see below)
