@@ -23,6 +23,7 @@ type record struct {
 // applies says which groups of columns apply to a run's trainer.
 type applies struct {
 	sampled bool // a sampled trainer: the batch columns
+	clipped bool // a clipped trainer (PPO and the group-relative ones): approx_kl and clip_frac
 	grouped bool // a group-relative trainer: flat_groups
 	critic  bool // a sampled trainer with baseline gae: the critic's columns
 }
@@ -30,7 +31,7 @@ type applies struct {
 // appliesTo is what applies to a trainer configuration.
 func appliesTo(c trainers.Config) applies {
 	k := c.Trainer
-	return applies{sampled: k.Sampled(), grouped: k.Grouped(), critic: k.Sampled() && c.Baseline == "gae"}
+	return applies{sampled: k.Sampled(), clipped: k.Clipped(), grouped: k.Grouped(), critic: k.Sampled() && c.Baseline == "gae"}
 }
 
 // column is one column of metrics.csv: its name, how it is read from a
@@ -62,6 +63,21 @@ func batch(name string, kind byte, get func(r *record) float64) column {
 	return only(func(r *record) bool { return r.sampled }, column{name: name, get: get, kind: kind})
 }
 
+// stat is a column of a sampled trainer's statistics of its last step's
+// batch: empty on the row of step 0, before any batch (the batch columns
+// that count, tokens and rollouts, are 0 there), and empty where when
+// does not hold.
+func stat(name string, kind byte, when func(r *record) bool, get func(r *record) float64) column {
+	return only(func(r *record) bool { return r.sampled && r.Step > 0 && when(r) }, column{name: name, get: get, kind: kind})
+}
+
+// always, clipped, grouped and critic say which sampled trainers a
+// statistic applies to.
+func always(*record) bool    { return true }
+func clipped(r *record) bool { return r.clipped }
+func grouped(r *record) bool { return r.grouped }
+func critic(r *record) bool  { return r.critic }
+
 // perSecond is a timed column of the sampled trainers: n(r) over the
 // last step's wall time.
 func perSecond(name string, n func(r *record) int) column {
@@ -90,25 +106,25 @@ var columns = []column{
 	batch("tokens", 'i', func(r *record) float64 { return float64(r.Tokens) }),
 	batch("rollouts", 'i', func(r *record) float64 { return float64(r.Rollouts) }),
 	batch("trained_tokens", 'i', func(r *record) float64 { return float64(r.TrainedTokens) }),
-	batch("success_rate", 'g', func(r *record) float64 { return r.Batch.SuccessRate }),
-	batch("mean_length", 'g', func(r *record) float64 { return r.Batch.MeanLength }),
-	batch("approx_kl", 'g', func(r *record) float64 { return r.Batch.ApproxKL }),
-	batch("clip_frac", 'g', func(r *record) float64 { return r.Batch.ClipFrac }),
+	stat("success_rate", 'g', always, func(r *record) float64 { return r.Batch.SuccessRate }),
+	stat("mean_length", 'g', always, func(r *record) float64 { return r.Batch.MeanLength }),
+	stat("approx_kl", 'g', clipped, func(r *record) float64 { return r.Batch.ApproxKL }),
+	stat("clip_frac", 'g', clipped, func(r *record) float64 { return r.Batch.ClipFrac }),
 	monteCarlo("hitting_time_ci95", func(r *record) float64 { return r.HittingTimeCI95 }),
 	monteCarlo("mc_success_rate", func(r *record) float64 { return r.MCSuccessRate }),
 	only(func(r *record) bool { return r.Estimated && r.sampled }, column{name: "measured_tokens", get: func(r *record) float64 { return float64(r.MeasuredTokens) }, kind: 'i'}),
-	batch("entropy", 'g', func(r *record) float64 { return r.Batch.Entropy }),
-	batch("reward_mean", 'g', func(r *record) float64 { return r.Batch.RewardMean }),
-	batch("reward_std", 'g', func(r *record) float64 { return r.Batch.RewardStd }),
-	batch("reward_min", 'g', func(r *record) float64 { return r.Batch.RewardMin }),
-	batch("reward_max", 'g', func(r *record) float64 { return r.Batch.RewardMax }),
-	batch("length_min", 'i', func(r *record) float64 { return float64(r.Batch.LengthMin) }),
-	batch("length_max", 'i', func(r *record) float64 { return float64(r.Batch.LengthMax) }),
-	batch("truncated", 'g', func(r *record) float64 { return r.Batch.Truncated }),
-	only(func(r *record) bool { return r.grouped }, column{name: "flat_groups", get: func(r *record) float64 { return r.Batch.FlatGroups }, kind: 'g'}),
-	batch("grad_norm", 'g', func(r *record) float64 { return r.Batch.GradNorm }),
-	only(func(r *record) bool { return r.critic }, column{name: "value_loss", get: func(r *record) float64 { return r.Batch.ValueLoss }, kind: 'g'}),
-	only(func(r *record) bool { return r.critic }, column{name: "explained_variance", get: func(r *record) float64 { return r.Batch.ExplainedVariance }, kind: 'g'}),
+	stat("entropy", 'g', always, func(r *record) float64 { return r.Batch.Entropy }),
+	stat("reward_mean", 'g', always, func(r *record) float64 { return r.Batch.RewardMean }),
+	stat("reward_std", 'g', always, func(r *record) float64 { return r.Batch.RewardStd }),
+	stat("reward_min", 'g', always, func(r *record) float64 { return r.Batch.RewardMin }),
+	stat("reward_max", 'g', always, func(r *record) float64 { return r.Batch.RewardMax }),
+	stat("length_min", 'i', always, func(r *record) float64 { return float64(r.Batch.LengthMin) }),
+	stat("length_max", 'i', always, func(r *record) float64 { return float64(r.Batch.LengthMax) }),
+	stat("truncated", 'g', always, func(r *record) float64 { return r.Batch.Truncated }),
+	stat("flat_groups", 'g', grouped, func(r *record) float64 { return r.Batch.FlatGroups }),
+	stat("grad_norm", 'g', always, func(r *record) float64 { return r.Batch.GradNorm }),
+	stat("value_loss", 'g', critic, func(r *record) float64 { return r.Batch.ValueLoss }),
+	stat("explained_variance", 'g', critic, func(r *record) float64 { return r.Batch.ExplainedVariance }),
 	{name: "lr", get: func(r *record) float64 { return r.LR }, kind: 'g'},
 	{name: "step_seconds", get: func(r *record) float64 { return r.StepSeconds }, kind: 'g', timed: true},
 	perSecond("sampled_tokens_per_second", func(r *record) int { return r.Batch.Sampled }),

@@ -64,7 +64,8 @@ func runSmall(t *testing.T, k trainers.Kind, baseline string) string {
 // gradient norm and token rates, the uniform policy's entropy at step 0's
 // batch bounded by log of the widest row), flat_groups only for the
 // group-relative trainer, value_loss and explained_variance only with the
-// critic.
+// critic, approx_kl and clip_frac only for the clipped trainers; step 0's
+// row has no batch statistics (empty) and counts of 0.
 func TestMetricsColumnsReadBack(t *testing.T) {
 	for _, tc := range []struct {
 		k                trainers.Kind
@@ -73,6 +74,7 @@ func TestMetricsColumnsReadBack(t *testing.T) {
 	}{
 		{trainers.GRPO, "", true, false},
 		{trainers.PPO, "gae", false, true},
+		{trainers.Reinforce, "", false, false},
 	} {
 		dir := runSmall(t, tc.k, tc.baseline)
 		m, err := ReadMetrics(dir)
@@ -124,6 +126,23 @@ func TestMetricsColumnsReadBack(t *testing.T) {
 		}
 		if s := m.Column("step_seconds"); !math.IsNaN(s[0]) {
 			t.Errorf("%s: step_seconds %v at step 0, want empty", tc.k, s[0])
+		}
+		// Step 0's row comes before any batch: its statistics are empty,
+		// where its counts are 0.
+		for _, name := range []string{"success_rate", "mean_length", "entropy", "reward_mean", "reward_std", "reward_min", "reward_max", "length_min", "length_max", "truncated", "grad_norm", "approx_kl", "clip_frac", "flat_groups", "value_loss", "explained_variance"} {
+			if v := m.Column(name)[0]; !math.IsNaN(v) {
+				t.Errorf("%s: %s %v at step 0, before any batch; want empty", tc.k, name, v)
+			}
+		}
+		for _, name := range []string{"tokens", "rollouts", "trained_tokens"} {
+			if v := m.Column(name)[0]; v != 0 {
+				t.Errorf("%s: %s %v at step 0, want 0", tc.k, name, v)
+			}
+		}
+		// approx_kl and clip_frac are the clipped trainers' (PPO and the
+		// group-relative ones): REINFORCE has no old policy to compare.
+		if got := !math.IsNaN(last("approx_kl")) && !math.IsNaN(last("clip_frac")); got != tc.k.Clipped() {
+			t.Errorf("%s: approx_kl %v, clip_frac %v", tc.k, last("approx_kl"), last("clip_frac"))
 		}
 	}
 }

@@ -32,7 +32,7 @@ type progress struct {
 	until    float64
 	limit    float64 // the hitting time the run converges to (0: none)
 	dense    bool    // pretraining: the stop rule reads the invalid mass
-	ppo      bool
+	clipped  bool    // PPO and the group-relative trainers: approx_kl and clip_frac apply
 	first    float64 // the distance at the first row (NaN: none yet)
 	last     time.Time
 	began    time.Time
@@ -51,7 +51,7 @@ func newProgress(w io.Writer) *progress {
 // slow) measurement: its configuration, first step and limit.
 func (p *progress) start(cfg experiment.Config, done int, limit float64) {
 	p.total, p.until, p.limit = cfg.Train.Steps, cfg.Train.Until, limit
-	p.dense, p.ppo = cfg.Train.Trainer.Dense(), cfg.Train.Trainer == trainers.PPO
+	p.dense, p.clipped = cfg.Train.Trainer.Dense(), cfg.Train.Trainer.Clipped()
 	p.row.Step = done
 	if done > 0 {
 		fmt.Fprintf(p.w, "resuming %s from its checkpoint at step %d\n", cfg.Out, done)
@@ -143,7 +143,7 @@ func (p *progress) describe(r trainers.Row) string {
 	if p.rate > 0 {
 		s += " " + si(p.rate) + " tok/s"
 	}
-	if p.ppo && r.Rollouts > 0 {
+	if p.clipped && r.Rollouts > 0 {
 		s += fmt.Sprintf(" kl %.2g", r.Batch.ApproxKL)
 	}
 	return s
@@ -199,7 +199,10 @@ func (p *progress) log() {
 	r := p.row
 	extra := ""
 	if r.Rollouts > 0 {
-		extra = fmt.Sprintf(" tokens %d tokens_per_s %.3g success %.3f approx_kl %.3g clip %.3f", r.Tokens, p.rate, r.Batch.SuccessRate, r.Batch.ApproxKL, r.Batch.ClipFrac)
+		extra = fmt.Sprintf(" tokens %d tokens_per_s %.3g success %.3f", r.Tokens, p.rate, r.Batch.SuccessRate)
+		if p.clipped {
+			extra += fmt.Sprintf(" approx_kl %.3g clip %.3f", r.Batch.ApproxKL, r.Batch.ClipFrac)
+		}
 	}
 	// What applies: pretraining's dense policy has no hitting time (it
 	// puts mass on invalid transitions); it logs Theorem 1's quantities.
