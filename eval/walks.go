@@ -167,7 +167,7 @@ func agentWalk(ctx context.Context, g *tasks.Graph, a Agent, leaf []int32, horiz
 // rollouts estimate, each target weighed equally. A walk reaches every
 // leaf in a few hitting times where its W rollouts would take W, so the
 // measurement costs a fraction of the tokens: tokens is what the walks
-// drew (MeanLength N counts the tokens their rollouts share once each).
+// drew (MeanLength N counts a token once for each rollout that holds it).
 func AgentWalkMonteCarlo(ctx context.Context, g *tasks.Graph, newAgent func() (Agent, error), n, horizon int, seed uint64) (r MCResult, tokens int, err error) {
 	if n < 2 {
 		return MCResult{}, 0, fmt.Errorf("eval: mc=%d: want at least 2 rollouts", n)

@@ -453,6 +453,7 @@ func summarize(cfg Config, tr *trainers.Trainer, g *tasks.Graph, last trainers.R
 	case final.Estimated:
 		sum.FinalCI95, sum.FinalSuccessRate, sum.FinalRollouts = finite(final.CI95), &final.SuccessRate, final.Rollouts
 		sum.StopHittingTime, sum.StopCI95, sum.BestCI95 = finite(last.HittingTime), finite(last.HittingTimeCI95), finite(bestCI)
+		sum.BestSource = tr.BestSource()
 	default:
 		sum.FinalABCD = &[4]*float64{finite(last.A), finite(last.B), finite(last.C), finite(last.D)}
 		c := last.Copies

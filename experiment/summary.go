@@ -48,6 +48,11 @@ type Summary struct {
 	BestHittingTime *float64 `json:"best_hitting_time"`
 	BestStep        int      `json:"best_step"`
 	BestCI95        *float64 `json:"best_hitting_time_ci95,omitempty"`
+	// BestSource says which of those a Monte Carlo learner's best is:
+	// "first row", "confirmation" (the stop rule's) or "second
+	// measurement" (trainers.BestSource; absent for a run resumed from a
+	// checkpoint that did not record it).
+	BestSource trainers.BestSource `json:"best_source,omitempty"`
 	// Attention summarises the final transformer's attention along 200 of
 	// its rollouts (trainers.AttentionStats).
 	Attention        *trainers.AttentionStats `json:"attention,omitempty"`

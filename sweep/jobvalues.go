@@ -104,6 +104,10 @@ func (c Cluster) checkKubernetes(p *Plan) error {
 		return fmt.Errorf("-claim %q: want a persistent volume claim's name: lower-case letters, digits, '-' and '.', at most 253 characters", c.Claim)
 	case !path.IsAbs(c.Mount) || strings.Contains(c.Mount, ":"):
 		return fmt.Errorf("-mount %q: want an absolute path without ':' (/sweep)", c.Mount)
+	case strings.Contains(c.Binary, "/") && !path.IsAbs(c.Binary):
+		// The pod works in the claim's mount (workingDir), not in the
+		// image's folder: ./train would be looked for on the claim.
+		return fmt.Errorf("-binary %q: want a name on the image's PATH (train) or an absolute path in the image: the pod works in -mount's folder", c.Binary)
 	case strings.HasPrefix(c.claimPath(p.Out), "../") || c.claimPath(p.Out) == "..":
 		return fmt.Errorf("out (the sweep's folder) %q: leaves the claim: want a folder on it", p.Out)
 	}

@@ -74,7 +74,24 @@ type progress struct {
 	// Far is set when a Monte Carlo learner ran out of its far patience
 	// (farPatience): no new best for that long, never near its limit.
 	Far bool `json:"far,omitempty"`
+	// Source says what the best is (empty in checkpoints made before it
+	// was recorded).
+	Source BestSource `json:"best_source,omitempty"`
 }
+
+// BestSource says what a run's best is: a metrics row kept as it was, or
+// for a Monte Carlo learner (trackConfirmed) the first row, the stop
+// rule's confirmation, or the second measurement, on fresh rollouts, of
+// a periodic row that beat the best.
+type BestSource string
+
+// The sources of a best.
+const (
+	BestRow          BestSource = "row"
+	BestFirst        BestSource = "first row"
+	BestConfirmation BestSource = "confirmation"
+	BestRecheck      BestSource = "second measurement"
+)
 
 // distance is how far a row is from where the trainer is going (lower is
 // better): the hitting time for the RL trainers (a transformer may go
@@ -97,7 +114,7 @@ func (t *Trainer) distance(r Row) float64 {
 // new best is a better distance, or for a Monte Carlo row one better by
 // more than its 95% half-width: once a transformer's estimates only
 // fluctuate, its patience runs out instead of waiting for lucky draws.
-func (t *Trainer) track(row Row) bool { return t.record(row, t.newBest(row)) }
+func (t *Trainer) track(row Row) bool { return t.record(row, t.newBest(row), BestRow) }
 
 // newBest reports whether row beats the best so far (see track).
 func (t *Trainer) newBest(row Row) bool {
@@ -132,10 +149,17 @@ func (t *Trainer) trackConfirmed(ctx context.Context, row Row, fresh bool) (bool
 	best := t.newBest(row)
 	e, ok := t.l.(estimator)
 	if !best || !ok || fresh || !row.Estimated || !t.prog.Measured {
-		return t.record(row, best), nil
+		src := BestRow
+		switch {
+		case ok && row.Estimated && !t.prog.Measured:
+			src = BestFirst
+		case ok && fresh:
+			src = BestConfirmation
+		}
+		return t.record(row, best, src), nil
 	}
 	if e.measuredAt() != t.done { // a row repeated between measurements
-		return t.record(row, false), nil // was measured again, or was the best
+		return t.record(row, false, ""), nil // was measured again, or was the best
 	}
 	precise := t.limit <= 0 || row.HittingTime <= nearFactor*t.limit
 	m, err := e.recheck(ctx, t.cfg.Seed^bestSeed^uint64(t.done+1)*0x9e3779b97f4a7c15, precise)
@@ -145,7 +169,7 @@ func (t *Trainer) trackConfirmed(ctx context.Context, row Row, fresh bool) (bool
 	c := Row{HittingTime: m.HittingTime, HittingTimeCI95: m.CI95, MCSuccessRate: m.SuccessRate, Estimated: true}
 	if m.SuccessRate < 1 { // some rollouts missed: a lower bound, as a row's (transformer.measure)
 		if t.cfg.Trainer.RL() { // a bound below the best shows no lower hitting time
-			return t.record(row, false), nil
+			return t.record(row, false, ""), nil
 		}
 		// SFT and distillation rise toward their limit: a bound is where
 		// the row's was (their rows miss at the Monte Carlo horizon, 50
@@ -154,21 +178,21 @@ func (t *Trainer) trackConfirmed(ctx context.Context, row Row, fresh bool) (bool
 		c.HittingTime, c.HittingTimeCI95 = m.MeanLength, math.NaN()
 	}
 	if d := t.distance(c); d >= t.prog.Best {
-		return t.record(row, false), nil
+		return t.record(row, false, ""), nil
 	}
-	return t.record(c, true), nil
+	return t.record(c, true, BestRecheck), nil
 }
 
 // record is track with the new-best test decided (best): row holds the
-// values a new best keeps.
-func (t *Trainer) record(row Row, best bool) bool {
+// values a new best keeps, and src says what it is.
+func (t *Trainer) record(row Row, best bool, src BestSource) bool {
 	p := &t.prog
 	if best {
 		bestCI := 0.0 // exact
 		if row.Estimated {
 			bestCI = row.HittingTimeCI95 // NaN for a lower bound
 		}
-		*p = progress{Measured: true, Best: t.distance(row), BestStep: t.done, BestHitting: nullable(row.HittingTime), BestCI95: nullable(bestCI), Since: t.done, Halvings: p.Halvings}
+		*p = progress{Measured: true, Best: t.distance(row), BestStep: t.done, BestHitting: nullable(row.HittingTime), BestCI95: nullable(bestCI), Since: t.done, Halvings: p.Halvings, Source: src}
 		if c, ok := t.l.(tensorCopier); ok && t.cfg.Patience > 0 {
 			t.best = c.copyTensors(t.best)
 		} else if t.cfg.Patience > 0 {
@@ -301,6 +325,10 @@ func (t *Trainer) Best() (step int, hitting, ci95 float64) {
 	}
 	return t.prog.BestStep, float64(t.prog.BestHitting), float64(t.prog.BestCI95)
 }
+
+// BestSource says what the best is (empty before any, and for a run
+// resumed from a checkpoint that did not record it).
+func (t *Trainer) BestSource() BestSource { return t.prog.Source }
 
 // noProgress classifies a run that ran out of patience: at the exact
 // optimum of its setting (its best hitting time within optimumTol of it;

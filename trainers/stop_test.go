@@ -339,6 +339,8 @@ func (r *rechecker) adopt(eval.MCResult) {}
 // 90.0 ± 1.7). A row repeated between measurements is never measured
 // again; a confirmation row (the stop rule's, fresh) is its own second
 // measurement; far from the limit the recheck has its row's precision.
+// The best's source (BestSource, summary.json's best_source) says which of
+// these it is.
 func TestNewBestIsMeasuredAgain(t *testing.T) {
 	est := func(h, ci float64) Row {
 		return Row{HittingTime: h, HittingTimeCI95: ci, MCSuccessRate: 1, Estimated: true}
@@ -359,19 +361,19 @@ func TestNewBestIsMeasuredAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	best := func(wantStep int, want float64) {
+	best := func(wantStep int, want float64, src BestSource) {
 		t.Helper()
-		if s, h, _ := tr.Best(); s != wantStep || h != want {
-			t.Fatalf("step %d: best %g at step %d, want %g at step %d", tr.done, h, s, want, wantStep)
+		if s, h, _ := tr.Best(); s != wantStep || h != want || tr.BestSource() != src {
+			t.Fatalf("step %d: best %g at step %d (%s), want %g at step %d (%s)", tr.done, h, s, tr.BestSource(), want, wantStep, src)
 		}
 	}
 	step(0, 0, est(100, 5), false) // the first row: the best, not measured again
-	best(0, 100)
+	best(0, 100, BestFirst)
 	if len(r.precise) != 0 {
 		t.Fatalf("the first row was measured again")
 	}
 	step(10, 10, est(80, 5), false)
-	best(10, 95)
+	best(10, 95, BestRecheck)
 	if _, _, ci := tr.Best(); ci != 2 {
 		t.Errorf("best's interval %g, want the second measurement's 2", ci)
 	}
@@ -379,13 +381,13 @@ func TestNewBestIsMeasuredAgain(t *testing.T) {
 	if len(r.precise) != 1 {
 		t.Fatalf("step 11: the row of step 10, repeated, was measured again (%d rechecks)", len(r.precise))
 	}
-	best(10, 95)
+	best(10, 95, BestRecheck)
 	step(20, 20, est(70, 5), false) // measured again at 97: not a new best
-	best(10, 95)
+	best(10, 95, BestRecheck)
 	step(30, 30, est(70, 5), false) // measured again, some rollouts missed
-	best(10, 95)
+	best(10, 95, BestRecheck)
 	step(40, 40, est(90, 2), true) // the stop rule's confirmation: kept as it is
-	best(40, 90)
+	best(40, 90, BestConfirmation)
 	if len(r.precise) != 3 || !r.precise[0] || !r.precise[1] || !r.precise[2] {
 		t.Fatalf("rechecks %v, want 3 precise ones (within nearFactor of the limit)", r.precise)
 	}

@@ -167,7 +167,9 @@ func (l *transformer) freshSeed() uint64 {
 // that trains on walks with hindsight targets (Config.Hindsight) measures
 // on walks too, unless independent: n rollouts in ceil(n / W) walks, at a
 // fraction of the tokens, with the interval taken over walks
-// (eval.AgentWalkMonteCarlo).
+// (eval.AgentWalkMonteCarlo). The token bounds (EvalTokens, FinalTokens)
+// turn into rollouts at an independent rollout's cost, so on walks they
+// allow fewer rollouts than their tokens would pay for.
 func (l *transformer) monteCarlo(ctx context.Context, n int, seed uint64, independent bool) (eval.MCResult, error) {
 	if l.t.cfg.hindsight() && !independent {
 		mc, tokens, err := eval.AgentWalkMonteCarlo(ctx, l.t.g, l.newAgent(), n, l.mcCap, seed)

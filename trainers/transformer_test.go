@@ -519,6 +519,21 @@ func TestHindsightMeasuresOnWalks(t *testing.T) {
 		if err != nil || f.Rollouts != 1000 {
 			t.Errorf("hindsight %v: final value on %d rollouts (%v), want 1000 independent ones", hindsight, f.Rollouts, err)
 		}
+
+		// A run the stop rule ends: its last row is the confirmation, of
+		// FinalRollouts rounded up to whole walks with hindsight.
+		cfg.Steps, cfg.Until = 200, 0.5
+		tr = newTrainer(t, cfg, opts, g, nil)
+		if _, err := tr.Run(ctx, Hooks{}); err != nil || tr.Stop() != StopUntil {
+			t.Fatalf("hindsight %v: stopped for %q (%v), want until", hindsight, tr.Stop(), err)
+		}
+		wantN := 1000
+		if hindsight {
+			wantN = 1002 // 334 walks of W=3
+		}
+		if n := tr.l.(*transformer).st.MC.N; n != wantN {
+			t.Errorf("hindsight %v: the stop rule's confirmation on %d rollouts, want %d", hindsight, n, wantN)
+		}
 	}
 }
 

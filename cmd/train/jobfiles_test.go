@@ -240,6 +240,7 @@ func TestJobFilesRefuseInjection(t *testing.T) {
 		{"image", []string{good, "-print", "k8s", "-image", "Bad Image\nx"}, `-image "Bad Image\nx": want a container image reference`},
 		{"claim", []string{good, "-print", "k8s", "-claim", "Sweep_Claim"}, `-claim "Sweep_Claim": want a persistent volume claim's name`},
 		{"mount", []string{good, "-print", "k8s", "-mount", "sweep"}, `-mount "sweep": want an absolute path without ':'`},
+		{"relative binary, k8s", []string{good, "-print", "k8s", "-binary", "./train"}, `-binary "./train": want a name on the image's PATH (train) or an absolute path in the image`},
 		{"mount with a line break", []string{good, "-print", "k8s", "-mount", "/s\nx"}, `-mount "/s\nx": holds the control character U+000A`},
 		{"out leaves the claim", []string{good, "-print", "k8s", "-out", "../../etc"}, `out (the sweep's folder) "../../etc": leaves the claim`},
 		{"k8s flag with slurm", []string{good, "-print", "slurm", "-image", "x"}, "-image applies to -print k8s only, not -print slurm"},

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/rlvr-backtrack/backtrack/experiment"
+	"github.com/rlvr-backtrack/backtrack/trainers"
 )
 
 var num = experiment.FormatNumber
@@ -49,16 +50,16 @@ func printSummary(w io.Writer, s experiment.Summary) {
 	if s.BestHittingTime != nil && (s.BestStep != s.FinalStep || s.StopHittingTime != nil) {
 		note := ""
 		if s.StopHittingTime != nil {
-			switch s.BestStep {
-			case 0: // the first row is the best without a second measurement
+			switch s.BestSource {
+			case trainers.BestFirst:
 				note = ", the first row"
-			case s.Steps: // the stop's confirmation is its own second measurement
-				note = ", the stop rule's measurement on fresh rollouts"
-			default:
-				note = ", a second measurement on fresh rollouts of the row that became the best"
+			case trainers.BestConfirmation:
+				note = ", the stop rule's confirmation on fresh rollouts"
+			case trainers.BestRecheck:
+				note = ", a second measurement on fresh rollouts of the row that beat the best"
 			}
 			if s.BestCI95 == nil {
-				note = ", a lower bound: some rollouts of its batch missed"
+				note = ", a lower bound: some of its rollouts missed"
 			}
 		}
 		fmt.Fprintf(w, "  %-28s %14s   at step %d%s\n", "best row", estimate(s.BestHittingTime, s.BestCI95, nil), s.BestStep, note)
