@@ -164,7 +164,7 @@ func resume(ctx context.Context, dir string, ch Changes, opts Options) (Summary,
 		return Summary{}, inputf("checkpoint config: %v", err)
 	}
 	if onDisk, err := os.ReadFile(filepath.Join(dir, ConfigFile)); err == nil && !sameRun(onDisk, ck.Config) {
-		return Summary{}, inputf("%s differs from the configuration in the checkpoint (edited by hand?): a resumed run keeps the checkpoint's; restore %s, or start a new run with -config", filepath.Join(dir, ConfigFile), ConfigFile)
+		return Summary{}, inputf("%s differs from the configuration in the checkpoint (edited by hand, or a checkpoint copied from another run?): a resumed run keeps the checkpoint's; restore %s or the run's own %s, or start a new run with -config", filepath.Join(dir, ConfigFile), ConfigFile, CheckpointFile)
 	}
 	cfg.Out = dir
 	if ch.Steps > 0 {

@@ -99,7 +99,8 @@ func TestRerunResumesOrSaysDone(t *testing.T) {
 }
 
 // TestResumeRefusesEditedConfig: config.json edited by hand is not
-// silently overwritten: the resume is refused, naming the file.
+// silently overwritten: the resume is refused, naming the file; so is a
+// checkpoint copied in from another run.
 func TestResumeRefusesEditedConfig(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	interruptAtStep = 5
@@ -111,6 +112,18 @@ func TestResumeRefusesEditedConfig(t *testing.T) {
 	code, _, errs := runCLI(t, "run", "-resume", dir)
 	if code != 2 || !strings.Contains(errs, "edited by hand") {
 		t.Errorf("exit %d, stderr %q; want 2 naming the edited config.json", code, errs)
+	}
+
+	// Another run's checkpoint copied in (seed 2's, into seed 1's folder
+	// with its config.json restored) is refused the same way.
+	os.WriteFile(cfg, data, 0o644)
+	other := filepath.Join(t.TempDir(), "other")
+	runCLI(t, "run", "-W", "3", "-K", "2", "-L", "2", "-until", "0", "-steps", "10", "-seed", "2", "-out", other)
+	ck, _ := os.ReadFile(filepath.Join(other, "checkpoint.bin"))
+	os.WriteFile(filepath.Join(dir, "checkpoint.bin"), ck, 0o644)
+	code, _, errs = runCLI(t, "run", "-resume", dir)
+	if code != 2 || !oneLine(errs) || !strings.Contains(errs, "copied from another run") {
+		t.Errorf("another run's checkpoint: exit %d, stderr %q; want 2 and one line saying so", code, errs)
 	}
 }
 
