@@ -231,6 +231,9 @@ func (g *Given) Resolve() (Config, error) {
 	if g.Has("graph.max_bytes") && c.Graph.MaxBytes == 0 {
 		return c, inputf("graph.max_bytes 0: want a budget in bytes >= 1 (leave it out for the default)")
 	}
+	if c.Transformer != nil && c.Transformer.Prompt && !g.Has("train.hindsight") {
+		c.Train.Hindsight = false // the default's walks need a policy that does not see its target
+	}
 	if c.Transformer != nil && !g.Has("transformer.table_lr") {
 		c.Transformer.TableLR = trainers.DefaultTableLR(c.Train)
 	}

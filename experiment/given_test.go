@@ -44,6 +44,18 @@ func TestGivenDefaultsFirst(t *testing.T) {
 		{`{"model": "transformer", "train": {"trainer": "reinforce"}}`, func(c Config) bool {
 			return c.Train.Optim.LR == 0.003 && c.Train.Baseline == "fork" && c.Train.HorizonFactor == 20
 		}},
+		// Hindsight targets: the transformer's PPO and REINFORCE draw walks
+		// unless a prompt shows it its target; given, the value is used
+		// (and refused with a prompt, TestGivenRefused); the bigram and the
+		// group-relative trainers draw independent rollouts.
+		{`{"model": "transformer", "train": {"trainer": "ppo"}}`, func(c Config) bool { return c.Train.Hindsight }},
+		{`{"model": "transformer", "train": {"trainer": "reinforce"}}`, func(c Config) bool { return c.Train.Hindsight }},
+		{`{"model": "transformer", "train": {"trainer": "ppo"}, "transformer": {"prompt": true}}`, func(c Config) bool { return !c.Train.Hindsight }},
+		{`{"model": "transformer", "train": {"trainer": "reinforce"}, "transformer": {"prompt": true}}`, func(c Config) bool { return !c.Train.Hindsight }},
+		{`{"model": "transformer", "train": {"trainer": "ppo", "hindsight": false}}`, func(c Config) bool { return !c.Train.Hindsight }},
+		{`{"model": "transformer", "train": {"trainer": "grpo"}}`, func(c Config) bool { return !c.Train.Hindsight }},
+		{`{"train": {"trainer": "ppo"}}`, func(c Config) bool { return !c.Train.Hindsight }},
+		{`{"train": {"trainer": "ppo", "hindsight": true}}`, func(c Config) bool { return c.Train.Hindsight }},
 		// An optimiser named without a rate: the trainer's rate when it is
 		// the trainer's optimiser, the paper's 0.01 otherwise.
 		{`{"train": {"trainer": "ppo", "optimizer": {"name": "adam"}}}`, func(c Config) bool { return c.Train.Optim.LR == 0.025 }},

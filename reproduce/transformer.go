@@ -20,7 +20,9 @@ const fig7Seeds = 3
 // at the paper's size, W=K=15, L=5 (-quick: W=K=3, L=2): the bigram and
 // the transformer, both from the same pretrained bigram, trained by the
 // same PPO (the transformer's defaults: 128 rollouts, fork baseline,
-// horizon factor 20) on the same budget of 2G sampled tokens, with no stop
+// horizon factor 20; both on the paper's independent rollouts, the spec
+// turning off the transformer's default hindsight targets) on the same
+// budget of 2G sampled tokens, with no stop
 // rule (until 0), each ending with its final value measured afresh (the
 // transformer's on 10,000 rollouts no decision saw); the bigram learns at
 // the transformer's table rate (Adam 0.025), the transformer's attention

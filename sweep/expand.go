@@ -161,7 +161,7 @@ func describe(settings []Setting) string {
 // named are the paths experiment.Config.Name already shows.
 var named = map[string]bool{"model": true, "train.trainer": true, "graph": true, "graph.W": true, "graph.K": true,
 	"graph.L": true, "graph.branches": true, "train.seed": true, "transformer.prompt": true,
-	"train.supervised_backward": true, "train.distill_traces": true, "train.train_source": true}
+	"train.supervised_backward": true, "train.distill_traces": true, "train.train_source": true, "train.hindsight": true}
 
 // slugValue is a value a folder name can show as it is.
 var slugValue = regexp.MustCompile(`^[A-Za-z0-9._+-]+$`)

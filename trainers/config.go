@@ -78,7 +78,9 @@ type Config struct {
 	// rollout toward every target (its prefix up to the target's leaf).
 	// The rollouts have the law of independent ones, so the gradient is
 	// unchanged in expectation; a step samples the walks' tokens, about a
-	// fifth of W rollouts' at the paper's size.
+	// fifth of W rollouts' at the paper's size. The transformer's default
+	// without a prompt; the bigram's default is the paper's independent
+	// rollouts.
 	Hindsight     bool    `json:"hindsight"` // false left out of sweep.Identity
 	Beta          float64 `json:"beta"`
 	HorizonFactor float64 `json:"horizon_factor"`

@@ -19,9 +19,17 @@ import (
 // small windows.
 func opsTwins(t *testing.T, g *tasks.Graph, cfg Config, teacher []float64) (fused, stock *Trainer) {
 	t.Helper()
+	cfg.Hindsight = false // a prompted transformer sees its target
+	return opsTwinsOf(t, g, cfg, teacher, true)
+}
+
+// opsTwinsOf is opsTwins with or without the prompt (without it, cfg's
+// Hindsight is used as it is).
+func opsTwinsOf(t *testing.T, g *tasks.Graph, cfg Config, teacher []float64, prompt bool) (fused, stock *Trainer) {
+	t.Helper()
 	opts := DefaultTransformerOptions(cfg.Trainer)
 	opts.Dim, opts.Heads, opts.Context, opts.Stride, opts.Windows, opts.EvalRollouts = 8, 2, 4, 16, 128, 50
-	opts.LayerNorm, opts.Prompt = true, true
+	opts.LayerNorm, opts.Prompt = true, prompt
 	build := func(o nn.Ops) *Trainer {
 		opts.Ops = o
 		tr, err := New(cfg, g, Setup{Model: TransformerModel, Transformer: opts, Teacher: teacher})
@@ -138,11 +146,20 @@ func TestStockMatchesFusedStep(t *testing.T) {
 // ops gives the metrics of the same run with fused ops (the default), row
 // by row, to 1e-6 relative: the Monte Carlo hitting time and its interval,
 // the objective, the sampled and trained tokens and the batch statistics.
+// Prompted, on independent rollouts; without a prompt, on the default's
+// walks with hindsight targets (both passes' walk sums).
 func TestStockRunMatchesFused(t *testing.T) {
+	for _, prompt := range []bool{true, false} {
+		t.Run(fmt.Sprintf("prompt=%v", prompt), func(t *testing.T) { stockRunMatchesFused(t, prompt) })
+	}
+}
+
+func stockRunMatchesFused(t *testing.T, prompt bool) {
 	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
 	cfg := Defaults(PPO, TransformerModel)
 	cfg.Rollouts, cfg.Steps, cfg.Until, cfg.LogEvery = 8, 20, 0, 1
-	fused, stock := opsTwins(t, g, cfg, nil)
+	cfg.Hindsight = !prompt
+	fused, stock := opsTwinsOf(t, g, cfg, nil, prompt)
 	rows := func(tr *Trainer) []Row {
 		var out []Row
 		if _, err := tr.Run(context.Background(), Hooks{Row: func(r Row) error { out = append(out, r); return nil }}); err != nil {

@@ -42,7 +42,7 @@ func newTableFixtureWalks(t *testing.T, k Kind, tableTokens int, walks bool) *ta
 	t.Helper()
 	g := graph(t, tasks.Config{W: 3, K: 2, L: 2})
 	cfg := Defaults(k, TransformerModel)
-	cfg.Optim = solvers.Config{Name: "sgd", LR: 1}
+	cfg.Optim, cfg.Hindsight = solvers.Config{Name: "sgd", LR: 1}, walks
 	opts := TransformerOptions{TransformerArch: nn.TransformerArch{Init: "table", Dim: 8, Heads: 1, Context: 3, Positional: "learned"}, Ops: nn.Fused,
 		TableLR: 1, Stride: 4, Windows: 8, EvalRollouts: 2, FinalRollouts: 2, TableTokens: tableTokens}
 	tr := newTrainer(t, cfg, opts, g, nil)
@@ -288,7 +288,7 @@ func TestRolloutSeqs(t *testing.T) {
 // writes B, waits for the windows pass).
 func TestTablesBesideWindowsChangeNothing(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
-	cfg := Defaults(PPO, TransformerModel)
+	cfg := ppoConfig()
 	cfg.Rollouts, cfg.Steps, cfg.Until, cfg.LogEvery = 16, 8, 0, 1
 	run := func(beside bool) ([]string, [][]float64) {
 		defer func(b bool) { tablesBesideWindows = b }(tablesBesideWindows)
@@ -338,7 +338,7 @@ func run0(t *testing.T, cfg Config, g *tasks.Graph) [][]float64 {
 // replayed in, with the trained-token budget on and off.
 func TestRatioReplayWavesChangeNothing(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
-	cfg := Defaults(PPO, TransformerModel)
+	cfg := ppoConfig()
 	cfg.Rollouts, cfg.Steps, cfg.Until, cfg.LogEvery = 16, 4, 0, 1
 	for _, budget := range []int{0, 64} {
 		run := func(wave int) []string {
@@ -405,7 +405,7 @@ func TestRowStartsFollowTheDraw(t *testing.T) {
 // 3rd replays 4 times (steps 3, 6, 9 and the last).
 func TestRatioReplayOnlyForRows(t *testing.T) {
 	g := graph(t, tasks.Config{W: 3, K: 3, L: 2})
-	cfg := Defaults(PPO, TransformerModel)
+	cfg := ppoConfig()
 	cfg.Rollouts, cfg.Steps, cfg.Until, cfg.LogEvery = 16, 10, 0, 3
 	tr, err := New(cfg, g, Setup{Model: TransformerModel, Transformer: DefaultTransformerOptions(PPO)})
 	if err != nil {

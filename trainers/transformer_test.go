@@ -284,7 +284,14 @@ func TestTransformerRLVR(t *testing.T) {
 }
 
 // ppoConfig is PPO with the transformer's defaults.
-func ppoConfig() Config { return Defaults(PPO, TransformerModel) }
+// ppoConfig is the transformer's PPO with its defaults but the paper's
+// independent rollouts (the tests written for them; the hindsight tests
+// set Hindsight, the default).
+func ppoConfig() Config {
+	c := Defaults(PPO, TransformerModel)
+	c.Hindsight = false
+	return c
+}
 
 // TestSubsampledGradientIsUnbiased: training on a random subset of a
 // batch's windows, weighted by the inverse sampling rate (subsample, the

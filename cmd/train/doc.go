@@ -151,7 +151,10 @@
 //	                       token once, on its terms summed over the walk's rollouts.
 //	                       The transformer's fresh measurements draw walks too, their
 //	                       intervals taken over walks; its final value is measured on
-//	                       independent rollouts, as without the flag (default off)
+//	                       independent rollouts, as without the flag (default: on for
+//	                       the transformer's ppo and reinforce without -prompt, off
+//	                       for the bigram, the paper's independent rollouts;
+//	                       -hindsight=false turns it off)
 //	-beta X                length penalty in the reward 1{hit} - beta |y| (3e-4)
 //	-horizon-factor X      horizon = X times the current hitting time (default: the
 //	                       model's, see below)
@@ -236,8 +239,9 @@
 //	                       (200M), never fewer than 200 rollouts
 //
 // defaults that depend on the trainer and the model: the optimizer, the learning
-// rate, -rollouts, -baseline and -horizon-factor, when neither a flag nor the
-// -config file sets them (both resolve alike; config.json records the values used):
+// rate, -rollouts, -baseline, -horizon-factor and -hindsight, when neither a flag
+// nor the -config file sets them (both resolve alike; config.json records the
+// values used):
 //
 //	bigram                 sign descent at lr 0.01 (the paper's); sampled trainers:
 //	                       256 rollouts, horizon factor 2, adam at lr 0.025 for
@@ -248,7 +252,9 @@
 //	                       -table-lr: 0.025 for ppo, the bigram's rate for the
 //	                       others), 128 rollouts, fork baseline and horizon
 //	                       factor 20 (grpo, rloo, dr-grpo: group baseline,
-//	                       horizon factor 2) (docs/defaults.md); sft, distill:
+//	                       horizon factor 2) (docs/defaults.md); ppo and
+//	                       reinforce draw walks with hindsight targets, unless
+//	                       -prompt (docs/sampled-rlvr.md); sft, distill:
 //	                       sign descent at lr 0.01, 256 sequences per step
 //	An optimizer named without -lr takes the default rate when it is the default
 //	optimizer, and 0.01 otherwise; -init-mode identity without -dim takes dim 0

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -57,8 +58,15 @@ func (p *progress) start(cfg experiment.Config, done int, limit float64) {
 		fmt.Fprintf(p.w, "resuming %s from its checkpoint at step %d\n", cfg.Out, done)
 	}
 	what := "measuring the policy"
+	var how []string
 	if cfg.Model == trainers.TransformerModel {
-		what += " (Monte Carlo)"
+		how = append(how, "Monte Carlo")
+	}
+	if cfg.Train.Hindsight {
+		how = append(how, "batches of walks with hindsight targets")
+	}
+	if len(how) > 0 {
+		what += " (" + strings.Join(how, "; ") + ")"
 	}
 	if !p.terminal {
 		if cfg.Model == trainers.TransformerModel {

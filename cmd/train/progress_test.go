@@ -59,6 +59,20 @@ func TestProgressBar(t *testing.T) {
 	if !strings.Contains(buf.String(), "step 0/40 measuring the policy (Monte Carlo)") {
 		t.Fatalf("before the first measurement: got %q", buf.String())
 	}
+	// A run that draws walks with hindsight targets (the transformer's
+	// default PPO) says so, on a terminal or not.
+	for _, terminal := range []bool{true, false} {
+		var hb bytes.Buffer
+		hp := newProgress(&hb)
+		hp.terminal = terminal
+		h := cfg
+		h.Train.Hindsight = true
+		hp.start(h, 0, 35)
+		if want := "step 0/40 measuring the policy (Monte Carlo; batches of walks with hindsight targets)"; !strings.Contains(hb.String(), want) {
+			t.Errorf("terminal %v: hindsight: got %q, want %q", terminal, hb.String(), want)
+		}
+		hp.finish(true)
+	}
 	r := trainers.Row{Step: 10, HittingTime: 70, HittingTimeCI95: 3.5, MCSuccessRate: 1, Estimated: true, Rollouts: 128, Tokens: 5000}
 	r.Batch.ApproxKL = 0.0021
 	p.update(r)

@@ -94,7 +94,7 @@ var runFlags = []runFlag{
 	{"distill-traces", "train.distill_traces", intValue, "distill: sampled teacher traces (0: exact teacher distribution)"},
 	{"train-source", "train.train_source", boolValue, "RL trainers and distill: train the source row s0 -> f (default: it stays uniform like the fork-incoming rows)"},
 	{"rollouts", "train.rollouts", intValue, "sampled trainers, and the transformer's sft and distill: rollouts (sequences) per step (default: the model's, see the manual)"},
-	{"hindsight", "train.hindsight", boolValue, "reinforce, ppo: draw a step's rollouts as walks until every leaf is reached, each holding a rollout toward every target (the policy must not see its target: no -prompt)"},
+	{"hindsight", "train.hindsight", boolValue, "reinforce, ppo: draw a step's rollouts as walks until every leaf is reached, each holding a rollout toward every target (the policy must not see its target: no -prompt; default on for the transformer without -prompt, off for the bigram; -hindsight=false: independent rollouts)"},
 	{"step-tokens", "train.step_tokens", intValue, "sampled trainers: while the hitting time H is long, draw about N/H rollouts a step, at most -rollouts (0: always -rollouts)"},
 	{"beta", "train.beta", floatValue, "sampled trainers: length penalty beta in the reward 1{hit} - beta |y|"},
 	{"horizon-factor", "train.horizon_factor", floatValue, "sampled trainers: rollout horizon as a multiple of the current hitting time (default: the model's, see the manual)"},
