@@ -21,9 +21,7 @@ const compareLearners = "compare-learners"
 const smallStates = 100
 
 // paperRuns is the folder, under compare-learners' own, of the runs at the
-// paper's size (docs/sweeps/compare-learners-paper.json). fig7-transformer
-// trains its seeds there too: its runs are the PPO runs of that spec, so
-// whichever entry runs first trains them and the other finds them done.
+// paper's size (docs/sweeps/compare-learners-paper.json).
 const paperRuns = "runs-paper"
 
 // paperSpec is the paper-size comparison's spec.

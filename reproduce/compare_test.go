@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rlvr-backtrack/backtrack/docs/sweeps"
+	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/sweep"
 	"github.com/rlvr-backtrack/backtrack/trainers"
 )
@@ -114,39 +115,54 @@ func TestCompareLearnersPaperSpec(t *testing.T) {
 	}
 }
 
-// TestFig7SharesCompareLearnersRuns: at the paper's size fig7-transformer's
-// runs are compare-learners' PPO runs, seeds 1 to fig7Seeds, in the same
-// folders; -quick trains the same configurations at W=K=3, L=2 in its own.
-func TestFig7SharesCompareLearnersRuns(t *testing.T) {
+// TestFig7Plan: fig7-transformer trains, per seed 1 to fig7Seeds, the
+// transformer's PPO at its defaults (walks with hindsight targets, its stop
+// rule within 5%) and the bigram under the same PPO and stop, in its own
+// folder; -quick the same configurations at W=K=3, L=2.
+func TestFig7Plan(t *testing.T) {
 	out := t.TempDir()
 	r := &reproducer{out: out}
-	paper, err := r.paperPlan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	shared := map[string]sweep.Run{}
-	for _, run := range paper.Runs {
-		shared[run.Dir] = run
-	}
-	p, err := r.fig7Plan(filepath.Join(out, "fig7-transformer"))
+	dir := filepath.Join(out, "fig7-transformer")
+	p, err := r.fig7Plan(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Runs) != 2*fig7Seeds {
 		t.Fatalf("%d runs, want %d", len(p.Runs), 2*fig7Seeds)
 	}
+	def := experiment.Defaults(trainers.TransformerModel, trainers.PPO)
+	seeds := map[trainers.Model]int{}
 	for _, run := range p.Runs {
-		if _, ok := shared[run.Dir]; !ok || run.Config.Train.Trainer != trainers.PPO {
-			t.Errorf("run %s (%s): not one of compare-learners' PPO runs", run.Dir, run.Config.Train.Trainer)
+		c := run.Config
+		seeds[c.Model]++
+		if w, k, l, _ := c.Graph.Homogeneous(); w != 15 || k != 15 || l != 5 || !strings.HasPrefix(run.Dir, dir) {
+			t.Errorf("run %s: graph %s", run.Dir, c.Graph.Name())
+		}
+		tr := c.Train
+		if tr.Trainer != trainers.PPO || !tr.Hindsight || tr.Until != 0.05 || tr.Rollouts != 128 || tr.Baseline != "fork" || tr.HorizonFactor != 20 || tr.MaxTokens != 0 {
+			t.Errorf("run %s: %+v: want PPO with the transformer's batches, baseline, horizon and stop", run.Dir, tr)
+		}
+		if c.Model == trainers.TransformerModel {
+			// The transformer's defaults, but for the seed.
+			d := def
+			d.Graph, d.Train.Seed = c.Graph, tr.Seed
+			if a, b := identity(c), identity(d); a != b {
+				t.Errorf("run %s: %s, want the transformer's defaults %s", run.Dir, a, b)
+			}
+		} else if tr.Optim.Name != "adam" || tr.Optim.LR != 0.025 {
+			t.Errorf("bigram run %s: optimiser %+v, want adam at the transformer's table rate 0.025", run.Dir, tr.Optim)
 		}
 	}
+	if seeds[trainers.BigramModel] != fig7Seeds || seeds[trainers.TransformerModel] != fig7Seeds {
+		t.Errorf("seeds by model %v, want %d each", seeds, fig7Seeds)
+	}
 	r.quick = true
-	q, err := r.fig7Plan(filepath.Join(out, "fig7-transformer"))
+	q, err := r.fig7Plan(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, run := range q.Runs {
-		if w, k, l, _ := run.Config.Graph.Homogeneous(); w != 3 || k != 3 || l != 2 || !strings.HasPrefix(run.Dir, filepath.Join(out, "fig7-transformer")) {
+		if w, k, l, _ := run.Config.Graph.Homogeneous(); w != 3 || k != 3 || l != 2 || !strings.HasPrefix(run.Dir, dir) {
 			t.Errorf("-quick run %s: graph %s", run.Dir, run.Config.Graph.Name())
 		}
 		// The same configuration but for the graph.
@@ -171,4 +187,10 @@ func TestEstimateOfNothing(t *testing.T) {
 			t.Errorf("estimate(%+v) = %q, want %q", c.e, got, c.want)
 		}
 	}
+}
+
+// identity is a configuration's sweep.Identity (without its folder).
+func identity(c experiment.Config) string {
+	id, _ := sweep.Identity(c)
+	return id
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rlvr-backtrack/backtrack/docs/sweeps"
 	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/figures"
 	"github.com/rlvr-backtrack/backtrack/sweep"
@@ -16,23 +17,23 @@ import (
 // fig7Seeds is the number of seeds fig7-transformer draws its bands over.
 const fig7Seeds = 3
 
-// fig7 is the transformer comparison (Appendix F, the transformer figure)
-// at the paper's size, W=K=15, L=5 (-quick: W=K=3, L=2): the bigram and
-// the transformer, both from the same pretrained bigram, trained by the
-// same PPO (the transformer's defaults: 128 rollouts, fork baseline,
-// horizon factor 20; both on the paper's independent rollouts, the spec
-// turning off the transformer's default hindsight targets) on the same
-// budget of 2G sampled tokens, with no stop
-// rule (until 0), each ending with its final value measured afresh (the
-// transformer's on 10,000 rollouts no decision saw); the bigram learns at
-// the transformer's table rate (Adam 0.025), the transformer's attention
-// and embeddings at its default rate (Adam 1e-3, docs/defaults.md). These are the PPO
-// runs of docs/sweeps/compare-learners-paper.json, seeds 1 to fig7Seeds,
-// trained in compare-learners' folder (paperRuns) so that the two entries
-// share them; -quick trains the same configurations at W=K=3, L=2 in
-// dir/runs. It writes learners.csv (every seed's rows), learners.md (per
-// learner, means with 95% intervals over seeds) and hitting_time.png (per
-// learner the mean over seeds with its 95% band, and each seed).
+// fig7 is the transformer figure (Appendix F) at the paper's size, W=K=15,
+// L=5 (-quick: W=K=3, L=2): the transformer with its defaults, and the
+// bigram beside it, both from the same pretrained bigram and trained by
+// the same PPO (the transformer's defaults: 128 rollouts a step drawn as
+// walks with hindsight targets, fork baseline, horizon factor 20), each
+// until within 5% of the limit (the transformer's default stop rule: a
+// confirmation on 10,000 fresh rollouts; the bigram's exact hitting
+// time), each ending with its final value measured afresh (the
+// transformer's on 10,000 independent rollouts no decision saw); the
+// bigram learns at the transformer's table rate (Adam 0.025), the
+// transformer's attention and embeddings at its default rate (Adam 1e-3,
+// docs/defaults.md). These are the runs of docs/sweeps/fig7-transformer.json,
+// trained in dir/runs (-quick: the same configurations at W=K=3, L=2). The
+// comparison on equal budgets of 2G sampled tokens is compare-learners'.
+// It writes learners.csv (every seed's rows), learners.md (per learner,
+// means with 95% intervals over seeds) and hitting_time.png (per learner
+// the mean over seeds with its 95% band, and each seed).
 func (r *reproducer) fig7(dir string) (string, string, error) {
 	p, err := r.fig7Plan(dir)
 	if err != nil {
@@ -122,34 +123,28 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 	// limit.
 	ok := tf.N == fig7Seeds && bg.N == fig7Seeds && tf.Mean <= math.Max(bg.Mean, 1.05*limit)+ci
 	ppo := p.Runs[len(p.Runs)-1].Config.Train
-	m := fmt.Sprintf("W=K=%d, L=%d, PPO (fork baseline, %d rollouts per step, horizon %g hitting times), seeds 1-%d, final hitting time over seeds (mean ± 95%%): bigram %s (exact), transformer %s (Monte Carlo); limit %s; %d runs, %.0f s of runs (learners.md)",
-		k, l, ppo.Rollouts, ppo.HorizonFactor, fig7Seeds, estimate(bg), estimate(tf), experiment.FormatNumber(limit), len(c.Runs), c.RunSeconds())
+	batch := "independent rollouts"
+	if ppo.Hindsight {
+		batch = "as walks with hindsight targets"
+	}
+	m := fmt.Sprintf("W=K=%d, L=%d, PPO (fork baseline, %d rollouts per step %s, horizon %g hitting times), each until within %g%% of the limit, seeds 1-%d, final hitting time over seeds (mean ± 95%%): bigram %s (exact), transformer %s (Monte Carlo); limit %s; %d runs, %.0f s of runs (learners.md)",
+		k, l, ppo.Rollouts, batch, ppo.HorizonFactor, 100*ppo.Until, fig7Seeds, estimate(bg), estimate(tf), experiment.FormatNumber(limit), len(c.Runs), c.RunSeconds())
 	return m, yes(ok), nil
 }
 
-// fig7Plan is fig7's runs: the PPO runs of compare-learners' paper-size
-// spec, seeds 1 to fig7Seeds, in their shared folder; -quick, the same at
-// W=K=3, L=2 in dir/runs.
+// fig7Plan is fig7's runs: docs/sweeps/fig7-transformer.json's, in
+// dir/runs; -quick, the same at W=K=3, L=2.
 func (r *reproducer) fig7Plan(dir string) (*sweep.Plan, error) {
-	s, err := paperSpec()
+	s, err := sweep.ParseSpec(sweeps.Fig7Transformer, "fig7-transformer")
 	if err != nil {
 		return nil, err
 	}
-	out := filepath.Join(r.out, compareLearners, paperRuns)
 	if r.quick {
 		if err := s.Base.Set("graph", []byte(`{"W": 3, "K": 3, "L": 2}`)); err != nil {
 			return nil, err
 		}
-		out = filepath.Join(dir, "runs")
 	}
-	p, err := s.Expand(out)
-	if err != nil {
-		return nil, err
-	}
-	p.Keep(func(run sweep.Run) bool {
-		return run.Config.Train.Trainer == trainers.PPO && run.Config.Train.Seed <= fig7Seeds
-	})
-	return p, nil
+	return s.Expand(filepath.Join(dir, "runs"))
 }
 
 // reachEstimate prints steps or seconds to within 5% over the runs that got

@@ -14,13 +14,23 @@ import _ "embed"
 var CompareLearners []byte
 
 // CompareLearnersPaper is compare-learners-paper.json: the same comparison
-// at the paper's size, W=K=15, L=5, 5 seeds. Its PPO runs are
-// fig7-transformer's configuration (the same PPO for both learners, a
-// budget of 2G sampled tokens each, no stop rule); GRPO, SFT and
+// at the paper's size, W=K=15, L=5, 5 seeds. Its PPO runs give both
+// learners the same PPO on the paper's independent rollouts and the same
+// budget of 2G sampled tokens, with no stop rule; GRPO, SFT and
 // distillation keep the small graphs' budgets.
 //
 //go:embed compare-learners-paper.json
 var CompareLearnersPaper []byte
+
+// Fig7Transformer is fig7-transformer.json: the transformer figure's runs
+// (train reproduce fig7-transformer), seeds 1-3 at the paper's size. The
+// transformer's PPO at its defaults (walks with hindsight targets, its
+// stop rule within 5% of the limit), and the bigram under the same PPO
+// (128 rollouts a step as walks, fork baseline, horizon 20 hitting times,
+// Adam at the transformer's table rate 0.025, stopped within 5%).
+//
+//go:embed fig7-transformer.json
+var Fig7Transformer []byte
 
 // Defaults is defaults.json: every trainer on both learners at W=K=5,
 // L=3, 3 seeds, over a grid of rates around each default (and the
