@@ -16,7 +16,8 @@ import (
 // (the fields that apply to the run: MarshalJSON) and what every
 // checkpoint embeds. A user's configuration (a config file, flags, a
 // sweep's run) becomes one through Given.Resolve; Go callers start from
-// Defaults.
+// Defaults (and set Train.Hindsight false with Transformer.Prompt, which
+// Given.Resolve does for a prompt given without hindsight).
 type Config struct {
 	Graph tasks.Config   `json:"graph"`
 	Model trainers.Model `json:"model"` // bigram or transformer

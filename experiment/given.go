@@ -183,8 +183,9 @@ func (e *Empty) Error() string { return fmt.Sprintf("%s \"\": want %s", e.Path, 
 // Defaults that depend on a given value follow it: an optimizer named
 // without a lr takes its default rate for the trainer
 // (trainers.DefaultOptim), init identity without a dim its width 0 (the
-// vocabulary), and the transformer's table_lr the optimiser's rate when
-// the trainer's rule says so (trainers.DefaultTableLR).
+// vocabulary), the transformer's table_lr the optimiser's rate when
+// the trainer's rule says so (trainers.DefaultTableLR), and its default
+// hindsight targets off when a prompt shows it its target.
 func (g *Given) Resolve() (Config, error) {
 	data := g.JSON()
 	var probe Config

@@ -194,3 +194,48 @@ func identity(c experiment.Config) string {
 	id, _ := sweep.Identity(c)
 	return id
 }
+
+// TestSpecsPinIndependentRollouts: the studies whose runs were made on the
+// paper's independent rollouts (compare-learners at both sizes, the
+// defaults study's W=K=5 grid and its paper-size transformer sweep) set
+// train.hindsight false for the transformer's PPO and REINFORCE, so the
+// transformer's hindsight default leaves their runs, identities and
+// folders as they were. One folder of each, named as the code before that
+// default named it, is pinned: a lost pin, or a folder name that shows the
+// pinned value, would train those runs again in new folders.
+func TestSpecsPinIndependentRollouts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		folder string
+	}{
+		{"compare-learners", sweeps.CompareLearners, "transformer-ppo-W3K3L2-seed1-baseline=fork-rollouts=64-steps=150-eval_rollouts=500-64e69067"},
+		{"compare-learners-paper", sweeps.CompareLearnersPaper, "transformer-ppo-W15K15L5-seed1-max_tokens=2000000000-60cd193c"},
+		{"defaults", sweeps.Defaults, "transformer-ppo-W5K5L3-seed1-lr=0.0003-table_lr=0.025-9aa5b514"},
+		{"defaults-paper-transformer", sweeps.DefaultsPaperTransformer, "transformer-ppo-W15K15L5-seed1-max_tokens=2000000000-lr=0.0001-61beca5f"},
+	} {
+		s, err := sweep.ParseSpec(tc.data, tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Expand("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pinned, found := 0, false
+		for _, run := range p.Runs {
+			c := run.Config
+			found = found || run.Name == tc.folder
+			if c.Model != trainers.TransformerModel || (c.Train.Trainer != trainers.PPO && c.Train.Trainer != trainers.Reinforce) {
+				continue
+			}
+			pinned++
+			if c.Train.Hindsight || strings.Contains(run.Name, "hindsight") {
+				t.Errorf("%s: run %s draws walks or names them: want the paper's independent rollouts, as its runs were made", tc.name, run.Name)
+			}
+		}
+		if pinned == 0 || !found {
+			t.Errorf("%s: %d transformer PPO or REINFORCE runs, folder %s found %v: want its runs' folders as made", tc.name, pinned, tc.folder, found)
+		}
+	}
+}

@@ -283,7 +283,6 @@ func TestTransformerRLVR(t *testing.T) {
 		last.HittingTime, last.HittingTimeCI95, tr.Limit(), tr.Steps(), last.Rollouts, last.Tokens, time.Since(start).Round(time.Millisecond))
 }
 
-// ppoConfig is PPO with the transformer's defaults.
 // ppoConfig is the transformer's PPO with its defaults but the paper's
 // independent rollouts (the tests written for them; the hindsight tests
 // set Hindsight, the default).
