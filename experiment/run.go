@@ -78,7 +78,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (Summary, error) {
 		switch {
 		case err != nil:
 		case sameRun(old, cfgJSON):
-			if s, err := readSummary(cfg.Out); err == nil {
+			if s, err := readSummary(cfg.Out, cfg); err == nil {
 				s.NothingToDo = true
 				return s, nil
 			}
@@ -183,7 +183,7 @@ func resume(ctx context.Context, dir string, ch Changes, opts Options) (Summary,
 	if cfg, err = cfg.Resolve(); err != nil {
 		return Summary{}, err
 	}
-	if s, err := readSummary(dir); err == nil && ch.Steps == 0 && ch.Until == nil {
+	if s, err := readSummary(dir, cfg); err == nil && ch.Steps == 0 && ch.Until == nil {
 		s.NothingToDo = true // finished, and nothing asked to change
 		return s, nil
 	}
@@ -200,8 +200,8 @@ func (e pastSteps) Error() string {
 	return fmt.Sprintf("steps %d: the checkpoint in %s is already at step %d", e.steps, e.dir, e.at)
 }
 
-// readSummary reads a finished run's summary.json.
-func readSummary(dir string) (Summary, error) {
+// readSummary reads a finished run's summary.json, of the run cfg.
+func readSummary(dir string, cfg Config) (Summary, error) {
 	var s Summary
 	data, err := os.ReadFile(filepath.Join(dir, SummaryFile))
 	if err != nil {
@@ -210,7 +210,7 @@ func readSummary(dir string) (Summary, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return s, fmt.Errorf("%s: %v", SummaryFile, err)
 	}
-	s.Out = dir
+	s.Out, s.Hindsight = dir, cfg.Train.Hindsight
 	return s, nil
 }
 
@@ -246,7 +246,7 @@ func train(ctx context.Context, cfg Config, ck *checkpoints.Checkpoint, opts Opt
 		}
 		// A finished run whose stop rule or step cap is already met has
 		// nothing to do: it is left as it is.
-		if s, err := readSummary(cfg.Out); err == nil {
+		if s, err := readSummary(cfg.Out, cfg); err == nil {
 			if done, err := tr.Done(ctx); err != nil {
 				return Summary{}, err
 			} else if done {
@@ -440,7 +440,7 @@ func setupTensor(ck *checkpoints.Checkpoint, name string, n int) ([]float64, err
 func summarize(cfg Config, tr *trainers.Trainer, g *tasks.Graph, last trainers.Row, final trainers.Final, out *folder, wall float64) (Summary, error) {
 	bestStep, best, bestCI := tr.Best()
 	sum := Summary{
-		Model: cfg.Model, Trainer: cfg.Train.Trainer, Graph: g.Config.Name(), Out: cfg.Out,
+		Model: cfg.Model, Trainer: cfg.Train.Trainer, Graph: g.Config.Name(), Out: cfg.Out, Hindsight: cfg.Train.Hindsight,
 		InitialHittingTime: finite(out.initialHitting), FinalHittingTime: finite(final.HittingTime), FinalStep: final.Step,
 		BestHittingTime: finite(best), BestStep: bestStep,
 		LimitHittingTime: finite(tr.Limit()), Steps: tr.Steps(), WallSeconds: wall, Theory: tr.Predictions(),

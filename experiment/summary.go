@@ -15,6 +15,9 @@ type Summary struct {
 	Trainer trainers.Kind  `json:"trainer"`
 	Graph   string         `json:"graph"`
 	Out     string         `json:"-"` // the run folder
+	// Hindsight: the run's batches were walks with hindsight targets
+	// (config.json's train.hindsight; for the printed table).
+	Hindsight bool `json:"-"`
 	// NothingToDo is set when Run or Resume found the run finished and
 	// left it as it was; Resumed when Run resumed an unfinished run of the
 	// same configuration.

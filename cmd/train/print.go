@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/rlvr-backtrack/backtrack/experiment"
 	"github.com/rlvr-backtrack/backtrack/trainers"
@@ -19,9 +20,16 @@ func printSummary(w io.Writer, s experiment.Summary) {
 		fmt.Fprintf(w, "  largest ratio to Theorem 1's bound   %.3g (<= 1 when the bound holds: Theorem 1's, for gradient descent)\n", val(s.BoundRatio))
 		return
 	}
-	model := ""
+	var notes []string
 	if s.FinalSuccessRate != nil {
-		model = fmt.Sprintf(" (%s; Monte Carlo hitting times)", s.Model)
+		notes = append(notes, string(s.Model), "Monte Carlo hitting times")
+	}
+	if s.Hindsight {
+		notes = append(notes, "batches of walks with hindsight targets")
+	}
+	model := ""
+	if len(notes) > 0 {
+		model = " (" + strings.Join(notes, "; ") + ")"
 	}
 	fmt.Fprintf(w, "\n%s on graph %s%s, %d steps in %.2fs -> %s\n", s.Trainer, s.Graph, model, s.Steps, s.WallSeconds, s.Out)
 	fmt.Fprintf(w, "  %-28s %14s   %s\n", "", "measured", "theory")

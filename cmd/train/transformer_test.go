@@ -93,3 +93,31 @@ func TestIdentityInitNeedsNoDim(t *testing.T) {
 		t.Errorf("-dim 64 with identity: exit %d, stderr %q; want exit 2, one line saying to set dim to 0", code, errs)
 	}
 }
+
+// TestRunSaysWhatItDraws: the transformer's PPO draws walks with hindsight
+// targets by default, and its closing table says so, also when run again
+// with nothing to do; with -prompt it draws independent rollouts and the
+// table leaves the note out.
+func TestRunSaysWhatItDraws(t *testing.T) {
+	const note = "(transformer; Monte Carlo hitting times; batches of walks with hindsight targets)"
+	for _, tc := range []struct {
+		flags []string
+		walks bool
+	}{{nil, true}, {[]string{"-prompt"}, false}} {
+		dir := filepath.Join(t.TempDir(), "tf")
+		args := append([]string{"run", "-model", "transformer", "-trainer", "ppo", "-W", "2", "-K", "2", "-L", "1",
+			"-rollouts", "8", "-steps", "2", "-until", "0", "-eval-rollouts", "100", "-final-rollouts", "100", "-out", dir}, tc.flags...)
+		for _, again := range []bool{false, true} {
+			code, out, errs := runCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("%v (again %v): exit %d: %s", tc.flags, again, code, errs)
+			}
+			if strings.Contains(out, note) != tc.walks {
+				t.Errorf("%v (again %v): the table's note %q shown %v, want %v:\n%s", tc.flags, again, note, !tc.walks, tc.walks, out)
+			}
+		}
+		if cfg := readJSON(t, filepath.Join(dir, "config.json"))["train"].(map[string]any); cfg["hindsight"] != tc.walks {
+			t.Errorf("%v: config.json hindsight %v, want %v", tc.flags, cfg["hindsight"], tc.walks)
+		}
+	}
+}
