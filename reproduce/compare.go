@@ -29,7 +29,7 @@ func paperSpec() (*sweep.Spec, error) {
 	return sweep.ParseSpec(sweeps.CompareLearnersPaper, compareLearners+"-paper")
 }
 
-// paperPlan expands the paper-size comparison into its shared folder.
+// paperPlan expands the paper-size comparison into its folder.
 func (r *reproducer) paperPlan() (*sweep.Plan, error) {
 	s, err := paperSpec()
 	if err != nil {

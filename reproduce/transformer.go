@@ -42,8 +42,7 @@ func (r *reproducer) fig7(dir string) (string, string, error) {
 	if err := r.execute("fig7-transformer", p); err != nil {
 		return "", "", err
 	}
-	// The runs by their folders: the shared folder's index may list
-	// compare-learners' other runs.
+	// The runs by their folders, those of the plan.
 	var dirs []string
 	for _, run := range p.Runs {
 		dirs = append(dirs, run.Dir)

@@ -32,8 +32,10 @@
 //	                       fig7-transformer (alias transformer), fig8-hetero; by
 //	                       name only: compare-learners (the sweeps
 //	                       docs/sweeps/compare-learners.json and
-//	                       compare-learners-paper.json, whose PPO runs seeds 1-3
-//	                       are fig7-transformer's; -quick: the small graphs),
+//	                       compare-learners-paper.json: both learners on the
+//	                       paper's independent rollouts, at the paper's size on
+//	                       equal budgets of 2G sampled tokens; -quick: the small
+//	                       graphs),
 //	                       rlvr-algorithms (exact RLVR, reinforce, ppo
 //	                       with the state and fork baselines, grpo, rloo, dr-grpo
 //	                       on the bigram, one sampled-token budget: W=K=5, L=3

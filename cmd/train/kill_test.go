@@ -156,8 +156,8 @@ func signalAfter(t *testing.T, delay time.Duration, sig os.Signal, args ...strin
 }
 
 // TestSIGTERMDuringReproduce: reproduce hands the signal to the entry's runs
-// (fig7-transformer -quick: three bigram runs of about 2 s, then three
-// transformer runs of about 15 s). The signal is sent once the bigram runs
+// (fig7-transformer -quick: three bigram runs of about 0.2 s, then three
+// transformer runs of 1.6-3.3 s, two at a time). The signal is sent once the bigram runs
 // are done; the transformer runs in progress stop with a checkpoint, and the
 // command exits 143 and writes no results.md.
 func TestSIGTERMDuringReproduce(t *testing.T) {

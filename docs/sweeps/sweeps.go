@@ -46,8 +46,8 @@ var Defaults []byte
 // prefers, so that the choice of the default can pass them over where
 // they fail here), each run with a budget of sampled tokens: 4G for REINFORCE and
 // PPO (PPO's default took 3.45G to stop by itself; at 2G every rate was
-// still above 41k or had diverged), 2G (fig7's) for GRPO, RLOO and Dr.
-// GRPO, which do not get below their start at this size.
+// still above 41k or had diverged), 2G (compare-learners') for GRPO, RLOO
+// and Dr. GRPO, which do not get below their start at this size.
 //
 //go:embed defaults-paper.json
 var DefaultsPaper []byte
@@ -55,8 +55,9 @@ var DefaultsPaper []byte
 // DefaultsPaperTransformer is defaults-paper-transformer.json: the
 // transformer's PPO at the paper's size, its default rate and the two
 // neighbours, and the W=K=5, L=3 grid's best (Adam 3e-3, table rate
-// 0.05), seed 1 (each run about 20 minutes of the machine), with the same
-// budget of 2G sampled tokens.
+// 0.05), seed 1 (each run about 20 minutes of the machine), each with a
+// budget of 2G sampled tokens, on the paper's independent rollouts (the
+// runs were made before the transformer's hindsight default).
 //
 //go:embed defaults-paper-transformer.json
 var DefaultsPaperTransformer []byte
