@@ -11,6 +11,10 @@ import (
 
 var num = experiment.FormatNumber
 
+// walksNote says, in the progress line and the closing table, that a run's
+// batches are walks with hindsight targets (Config.Train.Hindsight).
+const walksNote = "batches of walks with hindsight targets"
+
 // printSummary prints the closing table of a run.
 func printSummary(w io.Writer, s experiment.Summary) {
 	val := experiment.Value
@@ -25,7 +29,7 @@ func printSummary(w io.Writer, s experiment.Summary) {
 		notes = append(notes, string(s.Model), "Monte Carlo hitting times")
 	}
 	if s.Hindsight {
-		notes = append(notes, "batches of walks with hindsight targets")
+		notes = append(notes, walksNote)
 	}
 	model := ""
 	if len(notes) > 0 {

@@ -63,7 +63,7 @@ func (p *progress) start(cfg experiment.Config, done int, limit float64) {
 		how = append(how, "Monte Carlo")
 	}
 	if cfg.Train.Hindsight {
-		how = append(how, "batches of walks with hindsight targets")
+		how = append(how, walksNote)
 	}
 	if len(how) > 0 {
 		what += " (" + strings.Join(how, "; ") + ")"
